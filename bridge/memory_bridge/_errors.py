@@ -1,0 +1,64 @@
+"""The memctl error tree, drawn once.
+
+    MemctlError                 anything memctl reports to a user or an agent
+    ├── StoreError              a store operation failed; carries .operation
+    │   ├── InvalidInput        bad argument: names the field and the problem
+    │   ├── NotFound            the thing asked for does not exist
+    │   └── StoreUnavailable    the store cannot be reached or used (retryable)
+    └── ConfigError             settings or a store URL are wrong (at startup)
+
+Foreign exceptions (sqlite3, valkey, httpx) are translated where they enter our
+code, into the most specific class above. An outage is never "not found", and
+"not found" is never an outage. A lost compare-and-set is not an error: memory_set
+answers it in-band (`{"ok": false, "error": "conflict", ...}`), as memory-mcp does.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "InvalidInput",
+    "MemctlError",
+    "NotFound",
+    "StoreError",
+    "StoreUnavailable",
+]
+
+
+class MemctlError(Exception):
+    """Base of every error memctl raises on purpose."""
+
+
+class ConfigError(MemctlError):
+    """A setting, a store URL or a token file is unusable."""
+
+
+class StoreError(MemctlError):
+    """A store operation failed; `.operation` names what was being done."""
+
+    def __init__(self, message: str, *, operation: str | None = None) -> None:
+        super().__init__(message)
+        self._operation = operation
+
+    @property
+    def operation(self) -> str:
+        if self._operation is None:
+            raise RuntimeError("StoreError.operation was never set")
+        return self._operation
+
+
+class InvalidInput(StoreError):
+    """An argument failed validation; the message names the field."""
+
+    def __init__(self, field: str, problem: str, *, operation: str | None = None) -> None:
+        super().__init__(f"{field}: {problem}", operation=operation)
+        self.field = field
+        self.problem = problem
+
+
+class NotFound(StoreError):
+    """The entry (or version) asked for does not exist."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be reached or is unusable right now; retrying may help."""

@@ -1,0 +1,108 @@
+"""The HTTP face of the bridge: POST /mcp (both protocol eras), /health, /metrics, auth."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._errors import StoreError
+from ._metrics import CONTENT_TYPE
+from .tools._state import AppState
+
+__all__ = ["BearerAuth", "build_http_app", "is_loopback"]
+
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
+_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+HEALTH_TIMEOUT_SECONDS = 2.0
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerAuth:
+    """Require `Authorization: Bearer <token>` on the MCP endpoint only.
+
+    Every accepted token is compared in constant time. /health and /metrics stay open,
+    as in memory-mcp. Several tokens may be valid at once (rotation grace period).
+    """
+
+    def __init__(self, app: ASGIApp, tokens: Sequence[str], path: str = "/mcp") -> None:
+        self.app = app
+        self.path = path
+        self._expected = [b"Bearer " + token.encode() for token in tokens]
+
+    def _authorised(self, scope: Scope) -> bool:
+        presented = b""
+        for key, value in scope.get("headers", ()):
+            if key == b"authorization":
+                presented = value
+                break
+        matches = [hmac.compare_digest(presented, expected) for expected in self._expected]
+        return any(matches)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._expected and scope["type"] == "http" and scope["path"] == self.path and not self._authorised(scope):
+            response = JSONResponse(
+                {"error": "Unauthorized"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _transport_security(state: AppState) -> TransportSecuritySettings:
+    settings = state.settings
+    hosts = [*_LOOPBACK_HOSTS, *settings.allowed_hosts]
+    if not is_loopback(settings.host) and settings.host not in ("0.0.0.0", "::"):
+        hosts += [settings.host, f"{settings.host}:*"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[*_LOOPBACK_ORIGINS, *settings.allowed_origins],
+    )
+
+
+def build_http_app(state: AppState, mcp: MCPServer[Any], tokens: Sequence[str]) -> ASGIApp:
+    """The ASGI app: streamable HTTP at /mcp plus /health and /metrics."""
+
+    @mcp.custom_route("/health", methods=["GET"], include_in_schema=False)
+    async def health(request: Request) -> Response:
+        try:
+            with anyio.fail_after(HEALTH_TIMEOUT_SECONDS):
+                await state.store.ping()
+        except StoreError as exc:
+            return JSONResponse({"ok": False, "error": str(exc)}, status_code=503)
+        except TimeoutError:
+            message = f"store did not answer within {HEALTH_TIMEOUT_SECONDS:g} s"
+            return JSONResponse({"ok": False, "error": message}, status_code=503)
+        return Response(json.dumps({"ok": True}), media_type="application/json")
+
+    @mcp.custom_route("/metrics", methods=["GET"], include_in_schema=False)
+    async def metrics(request: Request) -> Response:
+        body = await state.metrics.render(state.store)
+        return Response(body, headers={"Content-Type": CONTENT_TYPE})
+
+    app = mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        max_request_body_size=state.settings.max_body_bytes,
+        transport_security=_transport_security(state),
+        host=state.settings.host,
+    )
+    return BearerAuth(app, tokens)

@@ -1,0 +1,81 @@
+"""Running the bridge: on stdio for one client, or on streamable HTTP for many."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import uvicorn
+
+from ._errors import ConfigError, StoreError
+from ._http import build_http_app, is_loopback
+from ._metrics import Metrics
+from ._server import build_server
+from ._settings import Settings
+from .stores._url import open_entry_store
+from .tools._state import AppState
+
+__all__ = ["open_state", "serve_http", "serve_stdio"]
+
+log = logging.getLogger("memctl.bridge")
+
+
+@asynccontextmanager
+async def open_state(settings: Settings) -> AsyncIterator[AppState]:
+    """Open the store for the settings' project, sweep expired entries while it is open."""
+    store = open_entry_store(settings)
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_sweep_forever, store_state := AppState(settings, store, Metrics()))
+            yield store_state
+            tasks.cancel_scope.cancel()
+    finally:
+        await store.close()
+
+
+async def _sweep_forever(state: AppState) -> None:
+    while True:
+        try:
+            await state.store.sweep()
+        except StoreError as exc:
+            log.warning("sweeping expired entries failed: %s", exc)
+        await anyio.sleep(state.settings.sweep_interval_seconds)
+
+
+async def serve_stdio(settings: Settings) -> None:
+    """Speak MCP on stdin/stdout until the client closes the stream."""
+    async with open_state(settings) as state:
+        await build_server(state).run_stdio_async()
+
+
+def check_bind(settings: Settings, tokens: list[str]) -> None:
+    """Refuse a non-loopback address without a bearer token."""
+    if not tokens and not is_loopback(settings.host):
+        raise ConfigError(
+            f"refusing to serve on {settings.host} without a bearer token: anyone who can reach it could "
+            "read and change this project's memory; pass --token-file (or bind 127.0.0.1)"
+        )
+
+
+async def serve_http(settings: Settings) -> None:
+    """Serve streamable HTTP at /mcp, with /health and /metrics, until interrupted."""
+    token = settings.bearer_token()
+    tokens = [token.get_secret_value()] if token is not None else []
+    check_bind(settings, tokens)
+    async with open_state(settings) as state:
+        app = build_http_app(state, build_server(state), tokens)
+        config = uvicorn.Config(
+            app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
+            access_log=False, lifespan="on",
+        )
+        server = uvicorn.Server(config)
+        print(
+            f"memctl bridge: project {settings.project}, store {state.store.url}, "
+            f"auth {'on' if tokens else 'off'}, http://{settings.host}:{settings.port}/mcp",
+            file=sys.stderr,
+            flush=True,
+        )
+        await server.serve()

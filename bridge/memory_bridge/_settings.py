@@ -1,0 +1,153 @@
+"""The one settings model, shared by the bridge, memctl and rendered files.
+
+Precedence, highest first: command-line flags (passed to `load_settings`), the
+environment (`MEMCTL_*`, plus memory-mcp's names as aliases), the project's
+`.memory/config.toml`, then the defaults below. Nothing else reads the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from ._errors import ConfigError
+
+__all__ = ["MEMORY_DIR", "Settings", "load_settings", "read_token_file"]
+
+MEMORY_DIR = ".memory"
+_toml_file: ContextVar[Path | None] = ContextVar("_toml_file", default=None)
+
+
+def _aliases(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    """Every tunable of memctl and its bridge."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MEMCTL_", extra="forbid", populate_by_name=True, validate_default=True
+    )
+
+    project: Path = Field(default_factory=Path.cwd, description="The project directory whose memory is served.")
+    entry_store: str = Field(
+        "sqlite",
+        description="Entry store URL: `sqlite` (the project's .memory/), `sqlite:///path`.",
+    )
+    host: str = Field("127.0.0.1", description="Address the HTTP bridge binds.")
+    port: int = Field(3106, ge=0, le=65535, description="Port of the HTTP bridge (0 picks a free one).")
+    token_file: Path | None = Field(None, description="File holding the bearer token (mode 0600).")
+    auth_token: SecretStr | None = Field(
+        None,
+        validation_alias=_aliases("auth_token", "MEMCTL_AUTH_TOKEN", "MEMORY_MCP_AUTH_TOKEN"),
+        description="Bearer token given directly (prefer token_file).",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host headers accepted besides loopback ones (DNS-rebinding protection), e.g. `mem.example:*`.",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list, description="Origin headers accepted besides loopback ones."
+    )
+    max_body_bytes: int = Field(
+        1_048_576,
+        gt=0,
+        validation_alias=_aliases("max_body_bytes", "MEMCTL_MAX_BODY_BYTES", "MAX_BODY_BYTES"),
+        description="Largest accepted HTTP request body.",
+    )
+    max_entries_warn: int = Field(
+        1000,
+        gt=0,
+        validation_alias=_aliases("max_entries_warn", "MEMCTL_MAX_ENTRIES_WARN", "MEMORY_MCP_MAX_ENTRIES_WARN"),
+        description="Soft cap: memory_set warns above this many entries.",
+    )
+    max_versions_per_entry: int = Field(
+        20,
+        gt=0,
+        validation_alias=_aliases(
+            "max_versions_per_entry", "MEMCTL_MAX_VERSIONS_PER_ENTRY", "MEMORY_MCP_MAX_VERSIONS_PER_ENTRY"
+        ),
+        description="History kept per entry.",
+    )
+    operation_id_ttl_seconds: int = Field(
+        604_800,
+        gt=0,
+        validation_alias=_aliases(
+            "operation_id_ttl_seconds", "MEMCTL_OPERATION_ID_TTL_SECONDS", "MEMORY_MCP_OPERATION_ID_TTL_SECONDS"
+        ),
+        description="How long an operation_id is remembered for replay.",
+    )
+    sweep_interval_seconds: float = Field(60.0, gt=0, description="How often expired entries are swept.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING", description="Bridge log level.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml_file = _toml_file.get()
+        if toml_file is not None and toml_file.is_file():
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.project / MEMORY_DIR
+
+    def bearer_token(self) -> SecretStr | None:
+        """The token from token_file, else auth_token, else None (auth off)."""
+        if self.token_file is not None:
+            return read_token_file(self.token_file)
+        return self.auth_token
+
+
+def read_token_file(path: Path) -> SecretStr:
+    """Read a bearer token, refusing a file others can read or an empty one."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"token file {path}: cannot read it ({exc.strerror})") from exc
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(f"token file {path}: readable by others (mode {stat.S_IMODE(mode):o}); run chmod 600 on it")
+    if not text:
+        raise ConfigError(f"token file {path}: is empty")
+    return SecretStr(text)
+
+
+def _project_of(flags: dict[str, Any]) -> Path:
+    value = flags.get("project") or os.environ.get("MEMCTL_PROJECT") or Path.cwd()
+    return Path(value).expanduser().resolve()
+
+
+def load_settings(**flags: Any) -> Settings:
+    """Build the settings; `flags` holds only the options the user actually gave."""
+    given = {key: value for key, value in flags.items() if value is not None}
+    project = _project_of(given)
+    given["project"] = project
+    token = _toml_file.set(project / MEMORY_DIR / "config.toml")
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from exc
+    finally:
+        _toml_file.reset(token)

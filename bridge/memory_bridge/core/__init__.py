@@ -1,0 +1,1 @@
+"""Plain functions shared by the MCP tools and the memctl CLI."""

@@ -1,0 +1,168 @@
+"""The eight entry operations, shaped exactly as memory-mcp 1.2 answers them.
+
+Each function takes a validated request and an `EntryStore`, makes the store's one
+atomic call, and returns memory-mcp's result object (same keys, same order), with
+memctl's additions (`total`, `next_cursor`, `match`) appended after them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .._errors import NotFound
+from ..stores._base import EntryFilter, EntryPage, EntryStore, EntryWrite, SortOrder
+from ..stores._clock import format_instant
+from ._cursor import decode_cursor, encode_cursor
+
+__all__ = [
+    "delete_entry",
+    "entry_history",
+    "get_entry",
+    "list_entries",
+    "prune_candidates",
+    "rollback_entry",
+    "search_entries",
+    "set_entry",
+    "soft_cap_warning",
+]
+
+
+def soft_cap_warning(count: int, cap: int) -> str | None:
+    if count > cap:
+        return f"Entry count ({count}) exceeds soft cap of {cap}. Consider running memory_prune_candidates."
+    return None
+
+
+def _not_found(id: str, operation: str) -> NotFound:
+    return NotFound(f"Not found: {id}", operation=operation)
+
+
+def _paged(page: EntryPage, offset: int, params: dict[str, Any], key: str = "results") -> dict[str, Any]:
+    returned = len(page.entries)
+    has_more = offset + returned < page.total
+    return {
+        "count": returned,
+        key: [entry.to_dict() for entry in page.entries],
+        "total": page.total,
+        "next_cursor": encode_cursor(offset + returned, params) if has_more and returned else None,
+    }
+
+
+async def set_entry(
+    store: EntryStore,
+    write: EntryWrite,
+    *,
+    ttl: int | None,
+    if_version: int | None,
+    operation_id: str | None,
+    max_entries_warn: int,
+) -> dict[str, Any]:
+    outcome = await store.set(write, ttl=ttl, if_version=if_version, operation_id=operation_id)
+    if outcome.status == "conflict":
+        return {
+            "ok": False,
+            "error": "conflict",
+            "id": outcome.id,
+            "current_revision": outcome.current_revision,
+            "expected_version": if_version,
+        }
+    if outcome.status == "op_mismatch":
+        return {"ok": False, "error": "operation_id_mismatch", "id": outcome.id, "recorded_id": outcome.recorded_id}
+    warning = soft_cap_warning(await store.count(), max_entries_warn)
+    result: dict[str, Any] = {
+        "ok": True,
+        "id": outcome.id,
+        "operation": outcome.operation,
+        "revision": outcome.revision,
+    }
+    if outcome.status == "replayed":
+        result["replayed"] = True
+    result["warning"] = warning
+    return result
+
+
+async def get_entry(store: EntryStore, id: str) -> dict[str, Any]:
+    found = await store.get(id)
+    if found is None:
+        raise _not_found(id, "memory_get")
+    entry, revision = found
+    return {**entry.to_dict(), "revision": revision}
+
+
+async def search_entries(
+    store: EntryStore,
+    *,
+    tags: list[str] | None,
+    type: str | None,
+    project: str | None,
+    query: str | None,
+    limit: int,
+    cursor: str | None,
+) -> dict[str, Any]:
+    flt = EntryFilter(tags=tuple(dict.fromkeys(tags or ())), type=type or None, project=project)
+    query = (query or "").strip() or None
+    params = {"op": "search", "tags": sorted(flt.tags), "type": flt.type, "project": project, "query": query}
+    offset = decode_cursor(cursor, params, operation="memory_search")
+    page = await store.search(flt, query, offset=offset, limit=limit)
+    result = _paged(page, offset, params)
+    if query is not None:
+        result["match"] = page.match
+    return result
+
+
+async def list_entries(
+    store: EntryStore,
+    *,
+    type: str | None,
+    project: str | None,
+    sort: SortOrder,
+    limit: int,
+    cursor: str | None,
+) -> dict[str, Any]:
+    flt = EntryFilter(type=type or None, project=project)
+    params = {"op": "list", "type": flt.type, "project": project, "sort": sort}
+    offset = decode_cursor(cursor, params, operation="memory_list")
+    page = await store.list(flt, sort=sort, offset=offset, limit=limit)
+    return _paged(page, offset, params)
+
+
+async def delete_entry(store: EntryStore, id: str) -> dict[str, Any]:
+    outcome = await store.delete(id)
+    if outcome is None:
+        raise _not_found(id, "memory_delete")
+    return {"ok": True, "id": outcome.id, "operation": "deleted", "revision": outcome.revision}
+
+
+async def entry_history(store: EntryStore, id: str, limit: int) -> dict[str, Any]:
+    versions = await store.history(id, limit)
+    return {"id": id, "count": len(versions), "versions": versions}
+
+
+async def rollback_entry(store: EntryStore, id: str, version_index: int) -> dict[str, Any]:
+    outcome = await store.rollback(id, version_index)
+    return {
+        "ok": True,
+        "id": outcome.id,
+        "operation": outcome.operation,
+        "restored_from": outcome.restored_from,
+        "revision": outcome.revision,
+    }
+
+
+async def prune_candidates(
+    store: EntryStore, *, days: int, limit: int, cursor: str | None, now: float | None = None
+) -> dict[str, Any]:
+    cutoff = format_instant((time.time() if now is None else now) - days * 86_400)
+    params = {"op": "prune", "days": days}
+    offset = decode_cursor(cursor, params, operation="memory_prune_candidates")
+    page = await store.prune_candidates(cutoff, offset=offset, limit=limit)
+    paged = _paged(page, offset, params, key="candidates")
+    return {
+        "count": paged["count"],
+        "threshold_days": days,
+        "cutoff_date": cutoff,
+        "candidates": paged["candidates"],
+        "total": paged["total"],
+        "next_cursor": paged["next_cursor"],
+    }

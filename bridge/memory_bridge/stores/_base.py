@@ -1,0 +1,172 @@
+"""The entry-store interface and the values that cross it.
+
+A store implements exactly the atomic units of memory-mcp 1.2+: one set (replay
+check, compare-and-set, apply), one delete, one get-with-hit-count, one rollback.
+Validation, cursors and result shapes live above the store, in `core`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "DeleteOutcome",
+    "Entry",
+    "EntryFilter",
+    "EntryPage",
+    "EntryStore",
+    "EntryWrite",
+    "RollbackOutcome",
+    "SetOutcome",
+    "SortOrder",
+]
+
+SortOrder = Literal["hits", "updated"]
+
+
+@dataclass(frozen=True, slots=True)
+class EntryWrite:
+    """The content of one `memory_set`, already validated."""
+
+    id: str
+    title: str
+    body: str
+    type: str
+    tags: tuple[str, ...]
+    source: str = "unknown"
+    project: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A stored entry, as get, search, list and prune return it."""
+
+    id: str
+    title: str
+    body: str
+    type: str
+    tags: tuple[str, ...]
+    source: str
+    project: str
+    created: str
+    updated: str
+    hits: int
+    ttl: str  # seconds as a string, "" when the entry does not expire (memory-mcp's shape)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The memory-mcp entry object, keys in its order."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "body": self.body,
+            "type": self.type,
+            "tags": list(self.tags),
+            "source": self.source,
+            "project": self.project,
+            "created": self.created,
+            "updated": self.updated,
+            "hits": self.hits,
+            "ttl": self.ttl,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SetOutcome:
+    """What one atomic set did."""
+
+    status: Literal["applied", "conflict", "replayed", "op_mismatch"]
+    id: str
+    operation: str = ""
+    revision: int = 0
+    current_revision: int = 0  # conflict only
+    recorded_id: str = ""  # op_mismatch only
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOutcome:
+    id: str
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackOutcome:
+    id: str
+    operation: str
+    restored_from: str
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntryFilter:
+    """Candidate filters shared by search and list. `None` means "no filter";
+    `project=""` selects cross-project entries, as in memory-mcp."""
+
+    tags: tuple[str, ...] = ()
+    type: str | None = None
+    project: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EntryPage:
+    """One page of results and the number of matches in all pages."""
+
+    entries: list[Entry]
+    total: int
+    match: Literal["all", "any", "none"] = "none"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class EntryStore(Protocol):
+    """Versioned entries with compare-and-set, operation ids, history and indexes."""
+
+    url: str  # credentials redacted: safe to show
+
+    async def get(self, id: str) -> tuple[Entry, int] | None:
+        """Return the entry and its revision and count a hit, or None."""
+
+    async def set(
+        self,
+        write: EntryWrite,
+        *,
+        ttl: int | None,
+        if_version: int | None,
+        operation_id: str | None,
+    ) -> SetOutcome:
+        """Replay check, then compare-and-set, then apply: one atomic unit."""
+
+    async def delete(self, id: str) -> DeleteOutcome | None:
+        """Tombstone the entry (history and revision survive); None if absent."""
+
+    async def history(self, id: str, limit: int) -> list[dict[str, Any]]:
+        """Snapshots newest first, each with its `index`."""
+
+    async def rollback(self, id: str, version_index: int) -> RollbackOutcome:
+        """Re-apply the snapshot at `version_index`; raises NotFound if there is none."""
+
+    async def search(
+        self, flt: EntryFilter, query: str | None, *, offset: int, limit: int
+    ) -> EntryPage:
+        """Entries matching the filter, ranked by the query when one is given."""
+
+    async def list(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
+        """Entries matching the filter in `sort` order."""
+
+    async def prune_candidates(self, cutoff: str, *, offset: int, limit: int) -> EntryPage:
+        """Never-read entries last updated before `cutoff`, oldest first."""
+
+    async def count(self) -> int:
+        """Number of live entries, from a maintained counter (no scan)."""
+
+    async def hits_zero_count(self) -> int:
+        """Number of entries never read."""
+
+    async def sweep(self) -> int:
+        """Drop expired entries together with their index rows; return how many."""
+
+    async def ping(self) -> None:
+        """Raise StoreUnavailable unless the store can serve requests."""
+
+    async def close(self) -> None:
+        """Release connections."""

@@ -1,0 +1,446 @@
+"""Versioned entries in one SQLite file (WAL), shared safely by several processes.
+
+Every mutation is one `BEGIN IMMEDIATE` transaction, so two bridge processes on the
+same project serialise their writes exactly as memory-mcp's Lua scripts do on
+Valkey. Tables mirror memory-mcp's keys: `entries` (mem:), `history` (memver:),
+`revisions` (memrev:), `operations` (memop:), `entry_tags` and two columns with
+indexes (tag:, type:, project:). An entry, its history and its revision counter
+expire together; expired rows are dropped on the next touch of that id and by
+`sweep()`, and their tag rows go with them (ON DELETE CASCADE), so no index
+keeps members of expired entries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import anyio.to_thread
+
+from ..._errors import NotFound, StoreError, StoreUnavailable
+from .._base import (
+    DeleteOutcome,
+    Entry,
+    EntryFilter,
+    EntryPage,
+    EntryWrite,
+    RollbackOutcome,
+    SetOutcome,
+    SortOrder,
+)
+from .._clock import format_instant
+from ._errors import map_sqlite_errors
+from ._match import match_expression, query_terms
+from ._schema import migrate
+
+__all__ = ["SqliteEntryStore"]
+
+T = TypeVar("T")
+
+_ENTRY_COLUMNS = "e.id, e.title, e.body, e.type, e.tags, e.source, e.project, e.created, e.updated, e.hits, e.ttl"
+_LIVE = "(e.expires_at IS NULL OR e.expires_at > ?)"
+_SORTS: dict[str, str] = {
+    "hits": "e.hits DESC, e.updated DESC, e.id",
+    "updated": "e.updated DESC, e.id",
+}
+# bm25 weights per FTS column: id, title, body, tags
+_RANK = "bm25(entries_fts, 4.0, 6.0, 1.0, 4.0)"
+
+
+def _entry(row: Sequence[Any]) -> Entry:
+    return Entry(
+        id=row[0],
+        title=row[1],
+        body=row[2],
+        type=row[3],
+        tags=tuple(json.loads(row[4])),
+        source=row[5],
+        project=row[6],
+        created=row[7],
+        updated=row[8],
+        hits=int(row[9]),
+        ttl="" if row[10] is None else str(row[10]),
+    )
+
+
+class SqliteEntryStore:
+    """The embedded entry store: one SQLite database file."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_versions: int = 20,
+        operation_ttl: int = 604_800,
+        busy_timeout: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        self._max_versions = max_versions
+        self._operation_ttl = operation_ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        with map_sqlite_errors("open", str(path)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            migrate(self._conn, str(path))
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _read(self, operation: str, fn: Callable[[sqlite3.Connection, float], T]) -> T:
+        return await anyio.to_thread.run_sync(self._run, operation, fn, False)
+
+    async def _write(self, operation: str, fn: Callable[[sqlite3.Connection, float], T]) -> T:
+        return await anyio.to_thread.run_sync(self._run, operation, fn, True)
+
+    def _run(self, operation: str, fn: Callable[[sqlite3.Connection, float], T], write: bool) -> T:
+        with self._lock, map_sqlite_errors(operation, str(self.path)):
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                result = fn(conn, self._clock())
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+    # -- shared steps inside one transaction -----------------------------------------------
+
+    @staticmethod
+    def _adjust_count(conn: sqlite3.Connection, delta: int) -> None:
+        conn.execute(
+            "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'entry_count'", (delta,)
+        )
+
+    def _drop(self, conn: sqlite3.Connection, id: str) -> None:
+        """Remove every trace of an id (entry, tags, history, revision)."""
+        if conn.execute("DELETE FROM entries WHERE id = ?", (id,)).rowcount:
+            self._adjust_count(conn, -1)
+        conn.execute("DELETE FROM history WHERE id = ?", (id,))
+        conn.execute("DELETE FROM revisions WHERE id = ?", (id,))
+
+    def _purge_if_expired(self, conn: sqlite3.Connection, id: str, now: float) -> None:
+        row = conn.execute(
+            "SELECT (SELECT expires_at FROM revisions WHERE id = ?), (SELECT expires_at FROM entries WHERE id = ?)",
+            (id, id),
+        ).fetchone()
+        if any(at is not None and at <= now for at in row):
+            self._drop(conn, id)
+
+    @staticmethod
+    def _revision(conn: sqlite3.Connection, id: str) -> int:
+        row = conn.execute("SELECT rev FROM revisions WHERE id = ?", (id,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _push_snapshot(self, conn: sqlite3.Connection, id: str, rev: int, snapshot: dict[str, Any]) -> None:
+        conn.execute(
+            "INSERT INTO history (id, rev, snapshot) VALUES (?, ?, ?)", (id, rev, json.dumps(snapshot))
+        )
+        conn.execute("DELETE FROM history WHERE id = ? AND rev <= ?", (id, rev - self._max_versions))
+
+    def _apply(
+        self,
+        conn: sqlite3.Connection,
+        write: EntryWrite,
+        now: float,
+        *,
+        label: str | None,
+        ttl: int | None,
+        keep_expiry: bool,
+    ) -> tuple[str, int]:
+        """Write the entry, its indexes, revision and snapshot; return (operation, revision)."""
+        stamp = format_instant(now)
+        previous = conn.execute(
+            "SELECT ttl, expires_at FROM entries WHERE id = ?", (write.id,)
+        ).fetchone()
+        operation = label or ("created" if previous is None else "modified")
+        if keep_expiry:
+            ttl_value = None if previous is None else previous[0]
+            expires_at = None if previous is None else previous[1]
+        else:
+            ttl_value = ttl
+            expires_at = None if ttl is None else now + ttl
+        tags_json = json.dumps(list(write.tags))
+        if previous is None:
+            conn.execute(
+                "INSERT INTO entries (id, title, body, type, tags, source, project, created, updated, hits,"
+                " ttl, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                (write.id, write.title, write.body, write.type, tags_json, write.source, write.project,
+                 stamp, stamp, ttl_value, expires_at),
+            )
+            self._adjust_count(conn, 1)
+        else:
+            conn.execute(
+                "UPDATE entries SET title = ?, body = ?, type = ?, tags = ?, source = ?, project = ?,"
+                " updated = ?, ttl = ?, expires_at = ? WHERE id = ?",
+                (write.title, write.body, write.type, tags_json, write.source, write.project, stamp,
+                 ttl_value, expires_at, write.id),
+            )
+            conn.execute("DELETE FROM entry_tags WHERE id = ?", (write.id,))
+        conn.executemany(
+            "INSERT OR IGNORE INTO entry_tags (tag, id) VALUES (?, ?)", [(t, write.id) for t in write.tags]
+        )
+        if keep_expiry:
+            row = conn.execute(
+                "INSERT INTO revisions (id, rev, expires_at) VALUES (?, 1, NULL)"
+                " ON CONFLICT (id) DO UPDATE SET rev = rev + 1 RETURNING rev",
+                (write.id,),
+            ).fetchone()
+        else:
+            row = conn.execute(
+                "INSERT INTO revisions (id, rev, expires_at) VALUES (?, 1, ?)"
+                " ON CONFLICT (id) DO UPDATE SET rev = rev + 1, expires_at = excluded.expires_at RETURNING rev",
+                (write.id, expires_at),
+            ).fetchone()
+        revision = int(row[0])
+        self._push_snapshot(conn, write.id, revision, {
+            "title": write.title, "body": write.body, "type": write.type, "tags": list(write.tags),
+            "source": write.source, "project": write.project, "updated": stamp,
+            "operation": operation, "rev": revision,
+        })
+        return operation, revision
+
+    # -- the interface ----------------------------------------------------------------------
+
+    async def get(self, id: str) -> tuple[Entry, int] | None:
+        def run(conn: sqlite3.Connection, now: float) -> tuple[Entry, int] | None:
+            self._purge_if_expired(conn, id, now)
+            row = conn.execute(
+                "UPDATE entries AS e SET hits = hits + 1 WHERE id = ? RETURNING " + _ENTRY_COLUMNS, (id,)
+            ).fetchone()
+            if row is None:
+                return None
+            return _entry(row), self._revision(conn, id)
+
+        return await self._write("memory_get", run)
+
+    async def set(
+        self,
+        write: EntryWrite,
+        *,
+        ttl: int | None,
+        if_version: int | None,
+        operation_id: str | None,
+    ) -> SetOutcome:
+        def run(conn: sqlite3.Connection, now: float) -> SetOutcome:
+            self._purge_if_expired(conn, write.id, now)
+            if operation_id is not None:
+                conn.execute(
+                    "DELETE FROM operations WHERE operation_id = ? AND expires_at <= ?", (operation_id, now)
+                )
+                recorded = conn.execute(
+                    "SELECT memory_id, revision, action FROM operations WHERE operation_id = ?",
+                    (operation_id,),
+                ).fetchone()
+                if recorded is not None:
+                    if recorded[0] != write.id:
+                        return SetOutcome("op_mismatch", write.id, recorded_id=recorded[0])
+                    return SetOutcome("replayed", write.id, operation=recorded[2], revision=int(recorded[1]))
+            current = self._revision(conn, write.id)
+            if if_version is not None and current != if_version:
+                return SetOutcome("conflict", write.id, current_revision=current)
+            operation, revision = self._apply(conn, write, now, label=None, ttl=ttl, keep_expiry=False)
+            if operation_id is not None:
+                conn.execute(
+                    "INSERT INTO operations (operation_id, memory_id, revision, action, expires_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (operation_id, write.id, revision, operation, now + self._operation_ttl),
+                )
+            return SetOutcome("applied", write.id, operation=operation, revision=revision)
+
+        return await self._write("memory_set", run)
+
+    async def delete(self, id: str) -> DeleteOutcome | None:
+        def run(conn: sqlite3.Connection, now: float) -> DeleteOutcome | None:
+            self._purge_if_expired(conn, id, now)
+            row = conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM entries AS e WHERE id = ?", (id,)).fetchone()
+            if row is None:
+                return None
+            entry = _entry(row)
+            revision = int(conn.execute(
+                "INSERT INTO revisions (id, rev, expires_at) VALUES (?, 1, NULL)"
+                " ON CONFLICT (id) DO UPDATE SET rev = rev + 1, expires_at = NULL RETURNING rev",
+                (id,),
+            ).fetchone()[0])
+            self._push_snapshot(conn, id, revision, {
+                "title": entry.title, "body": entry.body, "type": entry.type, "tags": list(entry.tags),
+                "source": entry.source, "project": entry.project, "updated": format_instant(now),
+                "operation": "deleted", "rev": revision,
+            })
+            conn.execute("DELETE FROM entries WHERE id = ?", (id,))
+            self._adjust_count(conn, -1)
+            return DeleteOutcome(id, revision)
+
+        return await self._write("memory_delete", run)
+
+    async def history(self, id: str, limit: int) -> list[dict[str, Any]]:
+        def run(conn: sqlite3.Connection, now: float) -> list[dict[str, Any]]:
+            rows = conn.execute(
+                "SELECT h.snapshot FROM history AS h JOIN revisions AS r ON r.id = h.id"
+                " WHERE h.id = ? AND (r.expires_at IS NULL OR r.expires_at > ?)"
+                " ORDER BY h.rev DESC LIMIT ?",
+                (id, now, limit),
+            ).fetchall()
+            versions: list[dict[str, Any]] = []
+            for index, (raw,) in enumerate(rows):
+                try:
+                    versions.append({"index": index, **json.loads(raw)})
+                except (ValueError, TypeError):
+                    versions.append({"index": index, "raw": raw})
+            return versions
+
+        return await self._read("memory_history", run)
+
+    async def rollback(self, id: str, version_index: int) -> RollbackOutcome:
+        def run(conn: sqlite3.Connection, now: float) -> RollbackOutcome:
+            self._purge_if_expired(conn, id, now)
+            row = conn.execute(
+                "SELECT snapshot FROM history WHERE id = ? ORDER BY rev DESC LIMIT 1 OFFSET ?",
+                (id, version_index),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"Version {version_index} not found for {id}", operation="memory_rollback")
+            try:
+                snapshot = json.loads(row[0])
+                write = EntryWrite(
+                    id=id,
+                    title=str(snapshot["title"]),
+                    body=str(snapshot["body"]),
+                    type=str(snapshot["type"]),
+                    tags=tuple(snapshot["tags"]),
+                    source=str(snapshot.get("source") or "unknown"),
+                    project=str(snapshot.get("project") or ""),
+                )
+            except (ValueError, TypeError, KeyError) as exc:
+                raise StoreError("Could not parse version snapshot", operation="memory_rollback") from exc
+            label = f"rollback_to_{version_index}"
+            operation, revision = self._apply(conn, write, now, label=label, ttl=None, keep_expiry=True)
+            return RollbackOutcome(id, operation, str(snapshot.get("updated") or "unknown"), revision)
+
+        return await self._write("memory_rollback", run)
+
+    @staticmethod
+    def _filter_sql(flt: EntryFilter, now: float) -> tuple[list[str], list[Any]]:
+        clauses = [_LIVE]
+        params: list[Any] = [now]
+        for tag in flt.tags:
+            clauses.append("e.id IN (SELECT id FROM entry_tags WHERE tag = ?)")
+            params.append(tag)
+        if flt.type is not None:
+            clauses.append("e.type = ?")
+            params.append(flt.type)
+        if flt.project is not None:
+            clauses.append("e.project = ?")
+            params.append(flt.project)
+        return clauses, params
+
+    @staticmethod
+    def _page(
+        conn: sqlite3.Connection, source: str, where: list[str], params: list[Any], order: str,
+        offset: int, limit: int,
+    ) -> tuple[list[Entry], int]:
+        condition = " AND ".join(where)
+        total = int(conn.execute(f"SELECT count(*) FROM {source} WHERE {condition}", params).fetchone()[0])
+        if total <= offset:
+            return [], total
+        rows = conn.execute(
+            f"SELECT {_ENTRY_COLUMNS} FROM {source} WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        ).fetchall()
+        return [_entry(r) for r in rows], total
+
+    async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
+        def run(conn: sqlite3.Connection, now: float) -> EntryPage:
+            where, params = self._filter_sql(flt, now)
+            if not query:
+                entries, total = self._page(conn, "entries AS e", where, params, _SORTS["hits"], offset, limit)
+                return EntryPage(entries, total)
+            terms = query_terms(query)
+            if not terms:  # punctuation only: fall back to memory-mcp's substring match
+                needle = query.lower()
+                where = [*where, "(instr(lower(e.title), ?) > 0 OR instr(lower(e.body), ?) > 0)"]
+                entries, total = self._page(
+                    conn, "entries AS e", where, [*params, needle, needle], _SORTS["hits"], offset, limit
+                )
+                return EntryPage(entries, total, match="all")
+            source = "entries_fts JOIN entries AS e ON e.rowid = entries_fts.rowid"
+            order = f"{_RANK}, e.hits DESC, e.updated DESC, e.id"
+            mode: Literal["all", "any"]
+            for mode in ("all", "any"):
+                fts_where = ["entries_fts MATCH ?", *where]
+                entries, total = self._page(
+                    conn, source, fts_where, [match_expression(terms, mode), *params], order, offset, limit
+                )
+                if total or len(terms) == 1:
+                    break
+            return EntryPage(entries, total, match=mode)
+
+        return await self._read("memory_search", run)
+
+    async def list(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
+        def run(conn: sqlite3.Connection, now: float) -> EntryPage:
+            where, params = self._filter_sql(flt, now)
+            entries, total = self._page(conn, "entries AS e", where, params, _SORTS[sort], offset, limit)
+            return EntryPage(entries, total)
+
+        return await self._read("memory_list", run)
+
+    async def prune_candidates(self, cutoff: str, *, offset: int, limit: int) -> EntryPage:
+        def run(conn: sqlite3.Connection, now: float) -> EntryPage:
+            where = [_LIVE, "e.hits = 0", "e.updated < ?"]
+            entries, total = self._page(
+                conn, "entries AS e", where, [now, cutoff], "e.updated ASC, e.id", offset, limit
+            )
+            return EntryPage(entries, total)
+
+        return await self._read("memory_prune_candidates", run)
+
+    async def count(self) -> int:
+        def run(conn: sqlite3.Connection, now: float) -> int:
+            return int(conn.execute("SELECT value FROM meta WHERE key = 'entry_count'").fetchone()[0])
+
+        return await self._read("count", run)
+
+    async def hits_zero_count(self) -> int:
+        def run(conn: sqlite3.Connection, now: float) -> int:
+            return int(conn.execute(
+                f"SELECT count(*) FROM entries AS e WHERE e.hits = 0 AND {_LIVE}", (now,)
+            ).fetchone()[0])
+
+        return await self._read("hits_zero_count", run)
+
+    async def sweep(self) -> int:
+        def run(conn: sqlite3.Connection, now: float) -> int:
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM revisions WHERE expires_at <= ?"
+                " UNION SELECT id FROM entries WHERE expires_at <= ? LIMIT 1000",
+                (now, now),
+            )]
+            for id in ids:
+                self._drop(conn, id)
+            conn.execute("DELETE FROM operations WHERE expires_at <= ?", (now,))
+            return len(ids)
+
+        return await self._write("sweep", run)
+
+    async def ping(self) -> None:
+        if not os.path.exists(self.path):
+            raise StoreUnavailable(f"embedded store {self.path} was removed", operation="health")
+        await self.count()
+
+    async def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,18 @@
+"""What every tool reaches: settings, the entry store, the metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._metrics import Metrics
+from .._settings import Settings
+from ..stores._base import EntryStore
+
+__all__ = ["AppState"]
+
+
+@dataclass(frozen=True, slots=True)
+class AppState:
+    settings: Settings
+    store: EntryStore
+    metrics: Metrics

@@ -1,0 +1,3 @@
+"""memctl: the control plane of project memory for AI coding agents."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+from memctl.cli import cli
+
+cli()

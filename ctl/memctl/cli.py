@@ -1,0 +1,26 @@
+"""The `memctl` command group."""
+
+from __future__ import annotations
+
+import click
+
+from .commands.serve import serve
+from .commands.up import up
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(package_name="memctl", prog_name="memctl")
+def cli() -> None:
+    """Persistent, typed project memory for AI coding agents, over MCP.
+
+    \b
+    Example:
+      memctl up                 provision this directory and check it end to end
+      memctl serve              serve this directory's memory on stdio
+    """
+
+
+cli.add_command(up)
+cli.add_command(serve)

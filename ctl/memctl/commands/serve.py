@@ -1,0 +1,57 @@
+"""`memctl serve`: run the MCP bridge for one project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import click
+from memory_bridge import MemctlError, load_settings, serve_http, serve_stdio
+
+from .._output import fail
+
+
+@click.command()
+@click.option(
+    "--project", type=click.Path(file_okay=False, path_type=Path), help="Project directory (default: current)."
+)
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
+@click.option("--host", help="Address to bind with --http (default 127.0.0.1).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port to bind with --http (default 3106).")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="File (mode 0600) with the bearer token required on POST /mcp.",
+)
+@click.option("--entry-store", help="Entry store URL: sqlite (default) or sqlite:///path.")
+@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), help="Bridge log level.")
+def serve(
+    project: Path | None,
+    use_http: bool,
+    host: str | None,
+    port: int | None,
+    token_file: Path | None,
+    entry_store: str | None,
+    log_level: str | None,
+) -> None:
+    """Serve a project's memory to MCP clients.
+
+    On stdio (the default) one client talks to this process; with --http, any
+    number of clients use POST /mcp, and GET /health and GET /metrics are served.
+    A non-loopback --host needs --token-file.
+
+    \b
+    Example:
+      memctl serve --project ~/src/app
+      memctl serve --project ~/src/app --http --port 3106 --token-file ~/.memctl-token
+    """
+    try:
+        settings = load_settings(
+            project=project, host=host, port=port, token_file=token_file, entry_store=entry_store,
+            log_level=log_level,
+        )
+        anyio.run(serve_http if use_http else serve_stdio, settings)
+    except MemctlError as exc:
+        fail(exc, as_json=False)
+    except KeyboardInterrupt:
+        pass
