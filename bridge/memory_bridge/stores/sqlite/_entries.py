@@ -43,7 +43,9 @@ __all__ = ["SqliteEntryStore"]
 
 T = TypeVar("T")
 
-_ENTRY_COLUMNS = "e.id, e.title, e.body, e.type, e.tags, e.source, e.project, e.created, e.updated, e.hits, e.ttl"
+_COLUMNS = ("id", "title", "body", "type", "tags", "source", "project", "created", "updated", "hits", "ttl")
+_ENTRY_COLUMNS = ", ".join(f"e.{c}" for c in _COLUMNS)
+_RETURNING = ", ".join(_COLUMNS)
 _LIVE = "(e.expires_at IS NULL OR e.expires_at > ?)"
 _SORTS: dict[str, str] = {
     "hits": "e.hits DESC, e.updated DESC, e.id",
@@ -219,7 +221,7 @@ class SqliteEntryStore:
         def run(conn: sqlite3.Connection, now: float) -> tuple[Entry, int] | None:
             self._purge_if_expired(conn, id, now)
             row = conn.execute(
-                "UPDATE entries AS e SET hits = hits + 1 WHERE id = ? RETURNING " + _ENTRY_COLUMNS, (id,)
+                "UPDATE entries SET hits = hits + 1 WHERE id = ? RETURNING " + _RETURNING, (id,)
             ).fetchone()
             if row is None:
                 return None
