@@ -58,7 +58,12 @@ class BearerAuth:
         return any(matches)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._expected and scope["type"] == "http" and scope["path"] == self.path and not self._authorised(scope):
+        if (
+            self._expected
+            and scope["type"] == "http"
+            and scope["path"] == self.path
+            and not self._authorised(scope)
+        ):
             response = JSONResponse(
                 {"error": "Unauthorized"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
             )
@@ -82,7 +87,6 @@ def _transport_security(state: AppState) -> TransportSecuritySettings:
 def build_http_app(state: AppState, mcp: MCPServer[Any], tokens: Sequence[str]) -> ASGIApp:
     """The ASGI app: streamable HTTP at /mcp plus /health and /metrics."""
 
-    @mcp.custom_route("/health", methods=["GET"], include_in_schema=False)
     async def health(request: Request) -> Response:
         try:
             with anyio.fail_after(HEALTH_TIMEOUT_SECONDS):
@@ -94,11 +98,12 @@ def build_http_app(state: AppState, mcp: MCPServer[Any], tokens: Sequence[str]) 
             return JSONResponse({"ok": False, "error": message}, status_code=503)
         return Response(json.dumps({"ok": True}), media_type="application/json")
 
-    @mcp.custom_route("/metrics", methods=["GET"], include_in_schema=False)
     async def metrics(request: Request) -> Response:
         body = await state.metrics.render(state.store)
         return Response(body, headers={"Content-Type": CONTENT_TYPE})
 
+    mcp.custom_route("/health", methods=["GET"], include_in_schema=False)(health)
+    mcp.custom_route("/metrics", methods=["GET"], include_in_schema=False)(metrics)
     app = mcp.streamable_http_app(
         streamable_http_path="/mcp",
         max_request_body_size=state.settings.max_body_bytes,

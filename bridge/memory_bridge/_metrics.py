@@ -41,24 +41,33 @@ class Metrics:
         self._gauges = _StoreGauges()
         self.registry.register(self._gauges)
         self.search_duration = Histogram(
-            "memory_search_duration_seconds", "memory_search latency.", buckets=_SEARCH_BUCKETS,
+            "memory_search_duration_seconds",
+            "memory_search latency.",
+            buckets=_SEARCH_BUCKETS,
             registry=self.registry,
         )
         self.search_total = Counter("memory_search", "memory_search calls.", registry=self.registry)
         self.search_empty_total = Counter(
             "memory_search_empty", "memory_search calls that returned nothing.", registry=self.registry
         )
-        self.write_total = Counter("memory_write", "Applied writes (set and rollback).", registry=self.registry)
+        self.write_total = Counter(
+            "memory_write", "Applied writes (set and rollback).", registry=self.registry
+        )
         self.conflict_total = Counter(
             "memory_conflict", "Writes rejected by if_version.", registry=self.registry
         )
         self.tool_calls = Counter(
-            "memctl_tool_calls", "MCP tool calls by tool and outcome.", ["tool", "outcome"],
+            "memctl_tool_calls",
+            "MCP tool calls by tool and outcome.",
+            ["tool", "outcome"],
             registry=self.registry,
         )
         self.tool_duration = Histogram(
-            "memctl_tool_duration_seconds", "MCP tool call latency by tool and outcome.", ["tool", "outcome"],
-            buckets=_TOOL_BUCKETS, registry=self.registry,
+            "memctl_tool_duration_seconds",
+            "MCP tool call latency by tool and outcome.",
+            ["tool", "outcome"],
+            buckets=_TOOL_BUCKETS,
+            registry=self.registry,
         )
 
     def observe_tool(self, tool: str, outcome: str, seconds: float) -> None:

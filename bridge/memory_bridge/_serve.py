@@ -68,8 +68,12 @@ async def serve_http(settings: Settings) -> None:
     async with open_state(settings) as state:
         app = build_http_app(state, build_server(state), tokens)
         config = uvicorn.Config(
-            app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-            access_log=False, lifespan="on",
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_level=settings.log_level.lower(),
+            access_log=False,
+            lifespan="on",
         )
         server = uvicorn.Server(config)
         print(

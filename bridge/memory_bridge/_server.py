@@ -24,12 +24,16 @@ _INSTRUCTIONS = (
 
 
 def _outcome(result: HandlerResult) -> str:
+    """ok, error, or the in-band refusal (conflict, operation_id_mismatch) of a tool result."""
     if isinstance(result, CallToolResult):
-        if result.is_error:
-            return "error"
-        structured = result.structured_content or {}
-        if structured.get("ok") is False:
-            return str(structured.get("error") or "rejected")
+        result = result.model_dump(by_alias=True)
+    if not isinstance(result, dict):
+        return "ok"
+    if result.get("isError"):
+        return "error"
+    structured = result.get("structuredContent") or {}
+    if structured.get("ok") is False:
+        return str(structured.get("error") or "rejected")
     return "ok"
 
 

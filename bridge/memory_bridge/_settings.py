@@ -40,7 +40,9 @@ class Settings(BaseSettings):
         env_prefix="MEMCTL_", extra="forbid", populate_by_name=True, validate_default=True
     )
 
-    project: Path = Field(default_factory=Path.cwd, description="The project directory whose memory is served.")
+    project: Path = Field(
+        default_factory=Path.cwd, description="The project directory whose memory is served."
+    )
     entry_store: str = Field(
         "sqlite",
         description="Entry store URL: `sqlite` (the project's .memory/), `sqlite:///path`.",
@@ -55,7 +57,7 @@ class Settings(BaseSettings):
     )
     allowed_hosts: list[str] = Field(
         default_factory=list,
-        description="Host headers accepted besides loopback ones (DNS-rebinding protection), e.g. `mem.example:*`.",
+        description="Host headers accepted besides loopback ones, e.g. `mem.example:*`.",
     )
     allowed_origins: list[str] = Field(
         default_factory=list, description="Origin headers accepted besides loopback ones."
@@ -69,7 +71,9 @@ class Settings(BaseSettings):
     max_entries_warn: int = Field(
         1000,
         gt=0,
-        validation_alias=_aliases("max_entries_warn", "MEMCTL_MAX_ENTRIES_WARN", "MEMORY_MCP_MAX_ENTRIES_WARN"),
+        validation_alias=_aliases(
+            "max_entries_warn", "MEMCTL_MAX_ENTRIES_WARN", "MEMORY_MCP_MAX_ENTRIES_WARN"
+        ),
         description="Soft cap: memory_set warns above this many entries.",
     )
     max_versions_per_entry: int = Field(
@@ -84,12 +88,16 @@ class Settings(BaseSettings):
         604_800,
         gt=0,
         validation_alias=_aliases(
-            "operation_id_ttl_seconds", "MEMCTL_OPERATION_ID_TTL_SECONDS", "MEMORY_MCP_OPERATION_ID_TTL_SECONDS"
+            "operation_id_ttl_seconds",
+            "MEMCTL_OPERATION_ID_TTL_SECONDS",
+            "MEMORY_MCP_OPERATION_ID_TTL_SECONDS",
         ),
         description="How long an operation_id is remembered for replay.",
     )
     sweep_interval_seconds: float = Field(60.0, gt=0, description="How often expired entries are swept.")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING", description="Bridge log level.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "WARNING", description="Bridge log level."
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -125,7 +133,9 @@ def read_token_file(path: Path) -> SecretStr:
     except OSError as exc:
         raise ConfigError(f"token file {path}: cannot read it ({exc.strerror})") from exc
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(f"token file {path}: readable by others (mode {stat.S_IMODE(mode):o}); run chmod 600 on it")
+        raise ConfigError(
+            f"token file {path}: readable by others (mode {stat.S_IMODE(mode):o}); run chmod 600 on it"
+        )
     if not text:
         raise ConfigError(f"token file {path}: is empty")
     return SecretStr(text)

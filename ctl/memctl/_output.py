@@ -7,8 +7,9 @@ import sys
 from typing import Any, NoReturn
 
 import click
-from memory_bridge import ConfigError, InvalidInput, MemctlError, NotFound, StoreUnavailable
 from rich.console import Console
+
+from memory_bridge import ConfigError, InvalidInput, MemctlError, NotFound, StoreUnavailable
 
 __all__ = ["EXIT_CODES", "console", "emit_json", "fail", "json_option"]
 

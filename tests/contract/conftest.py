@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
+
 from memory_bridge import EntryStore
 from memory_bridge.stores.sqlite._entries import SqliteEntryStore
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+
 from memory_bridge import EntryStore, EntryWrite, NotFound, StoreError
 from memory_bridge.core import _entries as ops
 
@@ -42,7 +43,14 @@ async def put(store: EntryStore, write: EntryWrite | None = None, **options: Any
 
 
 async def search(store: EntryStore, **filters: Any) -> dict[str, Any]:
-    args: dict[str, Any] = {"tags": None, "type": None, "project": None, "query": None, "limit": 20, "cursor": None}
+    args: dict[str, Any] = {
+        "tags": None,
+        "type": None,
+        "project": None,
+        "query": None,
+        "limit": 20,
+        "cursor": None,
+    }
     args.update(filters)
     return await ops.search_entries(store, **args)
 
@@ -60,7 +68,13 @@ async def snapshot_of(store: EntryStore, id: str) -> dict[str, Any]:
 
 async def test_set_creates_then_modifies_with_revisions_from_one(store: EntryStore) -> None:
     created = await put(store)
-    assert created == {"ok": True, "id": "auth-decision", "operation": "created", "revision": 1, "warning": None}
+    assert created == {
+        "ok": True,
+        "id": "auth-decision",
+        "operation": "created",
+        "revision": 1,
+        "warning": None,
+    }
     modified = await put(store, entry(body="Tokens live 10 minutes."))
     assert modified["operation"] == "modified"
     assert modified["revision"] == 2
@@ -71,7 +85,18 @@ async def test_get_returns_the_entry_counts_hits_and_never_moves_the_revision(st
     first = await ops.get_entry(store, "auth-decision")
     second = await ops.get_entry(store, "auth-decision")
     assert list(first) == [
-        "id", "title", "body", "type", "tags", "source", "project", "created", "updated", "hits", "ttl", "revision",
+        "id",
+        "title",
+        "body",
+        "type",
+        "tags",
+        "source",
+        "project",
+        "created",
+        "updated",
+        "hits",
+        "ttl",
+        "revision",
     ]
     assert first["tags"] == ["auth", "security"]
     assert (first["hits"], second["hits"]) == (1, 2)
@@ -106,7 +131,11 @@ async def test_if_version_match_writes_and_mismatch_changes_nothing(store: Entry
     before = await snapshot_of(store, "auth-decision")
     conflict = await put(store, entry(body="stale", tags=("other",)), if_version=1, ttl=60)
     assert conflict == {
-        "ok": False, "error": "conflict", "id": "auth-decision", "current_revision": 2, "expected_version": 1,
+        "ok": False,
+        "error": "conflict",
+        "id": "auth-decision",
+        "current_revision": 2,
+        "expected_version": 1,
     }
     assert await snapshot_of(store, "auth-decision") == before
     assert (await search(store, tags=["other"]))["count"] == 0
@@ -140,8 +169,12 @@ async def test_operation_id_replays_the_first_outcome_and_writes_nothing(store: 
     before = await snapshot_of(store, "auth-decision")
     replay = await put(store, entry(body="different body"), operation_id="op-1")
     assert replay == {
-        "ok": True, "id": "auth-decision", "operation": "created", "revision": first["revision"],
-        "replayed": True, "warning": None,
+        "ok": True,
+        "id": "auth-decision",
+        "operation": "created",
+        "revision": first["revision"],
+        "replayed": True,
+        "warning": None,
     }
     assert await snapshot_of(store, "auth-decision") == before
 
@@ -158,7 +191,10 @@ async def test_operation_id_reused_on_another_id_is_a_mismatch(store: EntryStore
     await put(store, operation_id="op-x")
     mismatch = await put(store, entry("another-id"), operation_id="op-x")
     assert mismatch == {
-        "ok": False, "error": "operation_id_mismatch", "id": "another-id", "recorded_id": "auth-decision",
+        "ok": False,
+        "error": "operation_id_mismatch",
+        "id": "another-id",
+        "recorded_id": "auth-decision",
     }
     with pytest.raises(NotFound):
         await ops.get_entry(store, "another-id")
@@ -207,7 +243,16 @@ async def test_history_is_newest_first_and_capped(make_store: StoreFactory) -> N
     assert [v["body"] for v in history["versions"]] == ["version 4", "version 3", "version 2"]
     assert [v["rev"] for v in history["versions"]] == [5, 4, 3]
     assert list(history["versions"][0]) == [
-        "index", "title", "body", "type", "tags", "source", "project", "updated", "operation", "rev",
+        "index",
+        "title",
+        "body",
+        "type",
+        "tags",
+        "source",
+        "project",
+        "updated",
+        "operation",
+        "rev",
     ]
 
 
@@ -306,7 +351,9 @@ async def test_empty_project_selects_cross_project_entries(store: EntryStore) ->
 
 async def test_query_ranks_title_over_body_and_matches_tags_and_id(store: EntryStore) -> None:
     await put(store, entry("in-body", title="Deploy notes", body="remember the valkey cluster slots"))
-    await put(store, entry("in-title", title="Valkey cluster layout", body="hash tags keep scripts in one slot"))
+    await put(
+        store, entry("in-title", title="Valkey cluster layout", body="hash tags keep scripts in one slot")
+    )
     await put(store, entry("by-tag", title="Cache", body="eviction policy", tags=("valkey",)))
     await put(store, entry("valkey-by-id", title="Other", body="nothing here"))
     ranked = await search(store, query="valkey")
@@ -375,7 +422,9 @@ async def test_list_filters_by_type_and_project_and_sorts(store: EntryStore) -> 
     await anyio.sleep(0.005)
     await put(store, entry("p2", type="pattern", project="y"))
     await put(store, entry("d1", type="decision", project="x"))
-    by_type = await ops.list_entries(store, type="pattern", project=None, sort="updated", limit=10, cursor=None)
+    by_type = await ops.list_entries(
+        store, type="pattern", project=None, sort="updated", limit=10, cursor=None
+    )
     assert [e["id"] for e in by_type["results"]] == ["p2", "p1"]
     both = await ops.list_entries(store, type="pattern", project="x", sort="hits", limit=10, cursor=None)
     assert [e["id"] for e in both["results"]] == ["p1"]
@@ -406,5 +455,8 @@ async def test_count_and_soft_cap_warning_come_from_a_maintained_count(store: En
     warned = await ops.set_entry(
         store, entry("e9"), ttl=None, if_version=None, operation_id=None, max_entries_warn=2
     )
-    assert warned["warning"] == "Entry count (3) exceeds soft cap of 2. Consider running memory_prune_candidates."
+    assert (
+        warned["warning"]
+        == "Entry count (3) exceeds soft cap of 2. Consider running memory_prune_candidates."
+    )
     assert await store.hits_zero_count() == 3

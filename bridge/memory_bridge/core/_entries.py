@@ -68,7 +68,12 @@ async def set_entry(
             "expected_version": if_version,
         }
     if outcome.status == "op_mismatch":
-        return {"ok": False, "error": "operation_id_mismatch", "id": outcome.id, "recorded_id": outcome.recorded_id}
+        return {
+            "ok": False,
+            "error": "operation_id_mismatch",
+            "id": outcome.id,
+            "recorded_id": outcome.recorded_id,
+        }
     warning = soft_cap_warning(await store.count(), max_entries_warn)
     result: dict[str, Any] = {
         "ok": True,

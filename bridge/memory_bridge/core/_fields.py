@@ -15,6 +15,7 @@ __all__ = [
     "OperationId",
     "ProjectName",
     "Query",
+    "Sort",
     "Source",
     "Tag",
     "Tags",
@@ -30,9 +31,7 @@ EntryId = Annotated[
         description="Entry id: letters, digits and . _ : / @ + -, starting with a letter or digit.",
     ),
 ]
-ExistingId = Annotated[
-    str, Field(min_length=1, max_length=1024, description="Id of an existing entry.")
-]
+ExistingId = Annotated[str, Field(min_length=1, max_length=1024, description="Id of an existing entry.")]
 Title = Annotated[str, Field(min_length=1, max_length=512, description="Short title; must not be empty.")]
 Body = Annotated[str, Field(max_length=262_144, description="The entry text (up to 256 KiB).")]
 EntryType = Annotated[
@@ -41,7 +40,7 @@ EntryType = Annotated[
         min_length=1,
         max_length=64,
         pattern=r"^[A-Za-z][A-Za-z0-9_-]*$",
-        description="Entry type, e.g. pattern, decision, reference, feedback, incident, project, entity, state.",
+        description="Entry type: pattern, decision, reference, feedback, incident, project, entity, state...",
     ),
 ]
 Tag = Annotated[
@@ -59,12 +58,11 @@ ProjectName = Annotated[
     str, Field(max_length=256, description='Project the entry belongs to; "" means cross-project.')
 ]
 OperationId = Annotated[
-    str, Field(min_length=1, max_length=200, description="Idempotency key: a retry with it replays the outcome.")
+    str,
+    Field(min_length=1, max_length=200, description="Idempotency key: a retry with it replays the outcome."),
 ]
 Query = Annotated[
     str, Field(max_length=1024, description="Words to rank by; matches title, body, tags and id.")
 ]
-Cursor = Annotated[
-    str, Field(min_length=1, max_length=512, description="next_cursor of the previous page.")
-]
+Cursor = Annotated[str, Field(min_length=1, max_length=512, description="next_cursor of the previous page.")]
 Sort = Literal["hits", "updated"]

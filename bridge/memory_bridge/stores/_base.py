@@ -145,9 +145,7 @@ class EntryStore(Protocol):
     async def rollback(self, id: str, version_index: int) -> RollbackOutcome:
         """Re-apply the snapshot at `version_index`; raises NotFound if there is none."""
 
-    async def search(
-        self, flt: EntryFilter, query: str | None, *, offset: int, limit: int
-    ) -> EntryPage:
+    async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         """Entries matching the filter, ranked by the query when one is given."""
 
     async def list(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:

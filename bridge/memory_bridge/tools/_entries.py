@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -46,11 +47,16 @@ ENTRY_TOOLS = (
 
 P = ParamSpec("P")
 ToolResult = dict[str, Any]
+ToolFn = Callable[..., Awaitable[ToolResult]]
 
-_READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-_WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+_READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 _DESTRUCTIVE = ToolAnnotations(
-    readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
 
 
@@ -79,8 +85,19 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
     """Add the entry tools to `mcp`, serving `state.store`."""
     settings = state.settings
 
-    @mcp.tool(title="Search memory entries", annotations=_READ_ONLY)
-    @_store_errors_as_results
+    def tool(title: str, annotations: ToolAnnotations) -> Callable[[ToolFn], ToolFn]:
+        def register(fn: ToolFn) -> ToolFn:
+            mcp.add_tool(
+                _store_errors_as_results(fn),
+                title=title,
+                description=inspect.cleandoc(fn.__doc__ or ""),
+                annotations=annotations,
+            )
+            return fn
+
+        return register
+
+    @tool("Search memory entries", _READ_ONLY)
     async def memory_search(
         tags: Annotated[Tags | None, Field(description="Only entries carrying all of these tags.")] = None,
         type: Annotated[EntryType | None, Field(description="Only entries of this type.")] = None,
@@ -110,8 +127,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
             state.metrics.search_empty_total.inc()
         return result
 
-    @mcp.tool(title="Get a memory entry", annotations=_READ_ONLY)
-    @_store_errors_as_results
+    @tool("Get a memory entry", _READ_ONLY)
     async def memory_get(id: ExistingId) -> ToolResult:
         """Fetch one entry by id with its current revision; counts a hit.
 
@@ -119,8 +135,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         """
         return await ops.get_entry(state.store, id)
 
-    @mcp.tool(title="Create or update a memory entry", annotations=_WRITE)
-    @_store_errors_as_results
+    @tool("Create or update a memory entry", _WRITE)
     async def memory_set(
         id: EntryId,
         title: Title,
@@ -129,10 +144,15 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         tags: Tags,
         source: Source = "unknown",
         project: ProjectName = "",
-        ttl: Annotated[int | None, Field(gt=0, description="Expire the entry after this many seconds.")] = None,
+        ttl: Annotated[
+            int | None, Field(gt=0, description="Expire the entry after this many seconds.")
+        ] = None,
         if_version: Annotated[
             int | None,
-            Field(ge=0, description="Write only if the entry is at this revision (0 = only if it does not exist)."),
+            Field(
+                ge=0,
+                description="Write only if the entry is at this revision (0 = only if it does not exist).",
+            ),
         ] = None,
         operation_id: OperationId | None = None,
     ) -> ToolResult:
@@ -145,11 +165,20 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         `ttl` makes the entry permanent.
         """
         write = EntryWrite(
-            id=id, title=title, body=body, type=type, tags=tuple(dict.fromkeys(tags)), source=source,
+            id=id,
+            title=title,
+            body=body,
+            type=type,
+            tags=tuple(dict.fromkeys(tags)),
+            source=source,
             project=project,
         )
         result = await ops.set_entry(
-            state.store, write, ttl=ttl, if_version=if_version, operation_id=operation_id,
+            state.store,
+            write,
+            ttl=ttl,
+            if_version=if_version,
+            operation_id=operation_id,
             max_entries_warn=settings.max_entries_warn,
         )
         if result.get("error") == "conflict":
@@ -158,8 +187,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
             state.metrics.write_total.inc()
         return result
 
-    @mcp.tool(title="List memory entries", annotations=_READ_ONLY)
-    @_store_errors_as_results
+    @tool("List memory entries", _READ_ONLY)
     async def memory_list(
         type: Annotated[EntryType | None, Field(description="Only entries of this type.")] = None,
         project: Annotated[
@@ -170,16 +198,16 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         cursor: Annotated[Cursor | None, Field(description="next_cursor of the previous page.")] = None,
     ) -> ToolResult:
         """List entries, optionally by type and project; `total` counts all pages."""
-        return await ops.list_entries(state.store, type=type, project=project, sort=sort, limit=limit, cursor=cursor)
+        return await ops.list_entries(
+            state.store, type=type, project=project, sort=sort, limit=limit, cursor=cursor
+        )
 
-    @mcp.tool(title="Delete a memory entry", annotations=_DESTRUCTIVE)
-    @_store_errors_as_results
+    @tool("Delete a memory entry", _DESTRUCTIVE)
     async def memory_delete(id: ExistingId) -> ToolResult:
         """Delete an entry. Its history keeps a tombstone, so memory_rollback can restore it."""
         return await ops.delete_entry(state.store, id)
 
-    @mcp.tool(title="Show an entry's history", annotations=_READ_ONLY)
-    @_store_errors_as_results
+    @tool("Show an entry's history", _READ_ONLY)
     async def memory_history(
         id: ExistingId,
         limit: Annotated[int, Field(gt=0, le=1000, description="How many versions, newest first.")] = 10,
@@ -187,8 +215,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         """Past versions of an entry, newest first (index 0), including deletions."""
         return await ops.entry_history(state.store, id, limit)
 
-    @mcp.tool(title="Roll an entry back", annotations=_DESTRUCTIVE)
-    @_store_errors_as_results
+    @tool("Roll an entry back", _DESTRUCTIVE)
     async def memory_rollback(
         id: ExistingId,
         version_index: Annotated[
@@ -200,8 +227,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         state.metrics.write_total.inc()
         return result
 
-    @mcp.tool(title="Find entries to prune", annotations=_READ_ONLY)
-    @_store_errors_as_results
+    @tool("Find entries to prune", _READ_ONLY)
     async def memory_prune_candidates(
         days: Annotated[int, Field(gt=0, le=36_500, description="Not updated for this many days.")] = 30,
         limit: Annotated[int, Field(gt=0, le=500, description="Page size.")] = 100,

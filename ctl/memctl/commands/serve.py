@@ -6,6 +6,7 @@ from pathlib import Path
 
 import anyio
 import click
+
 from memory_bridge import MemctlError, load_settings, serve_http, serve_stdio
 
 from .._output import fail
@@ -13,7 +14,9 @@ from .._output import fail
 
 @click.command()
 @click.option(
-    "--project", type=click.Path(file_okay=False, path_type=Path), help="Project directory (default: current)."
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Project directory (default: current).",
 )
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
 @click.option("--host", help="Address to bind with --http (default 127.0.0.1).")
@@ -24,7 +27,9 @@ from .._output import fail
     help="File (mode 0600) with the bearer token required on POST /mcp.",
 )
 @click.option("--entry-store", help="Entry store URL: sqlite (default) or sqlite:///path.")
-@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), help="Bridge log level.")
+@click.option(
+    "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), help="Bridge log level."
+)
 def serve(
     project: Path | None,
     use_http: bool,
@@ -47,7 +52,11 @@ def serve(
     """
     try:
         settings = load_settings(
-            project=project, host=host, port=port, token_file=token_file, entry_store=entry_store,
+            project=project,
+            host=host,
+            port=port,
+            token_file=token_file,
+            entry_store=entry_store,
             log_level=log_level,
         )
         anyio.run(serve_http if use_http else serve_stdio, settings)

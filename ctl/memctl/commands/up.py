@@ -11,8 +11,9 @@ from typing import Any
 import anyio
 import click
 from mcp import Client, StdioServerParameters
-from memory_bridge import MemctlError, Settings, StoreUnavailable, load_settings, open_entry_store
 from rich.table import Table
+
+from memory_bridge import MemctlError, Settings, StoreUnavailable, load_settings, open_entry_store
 
 from .._output import console, emit_json, fail, json_option
 
@@ -41,15 +42,18 @@ async def _round_trip(settings: Settings) -> dict[str, Any]:
     async with Client(params, mode="legacy") as client:
         ready = time.perf_counter()
         tools = await client.list_tools()
-        saved = await client.call_tool("memory_set", {
-            "id": SETUP_ENTRY_ID,
-            "title": "How this project's memory works",
-            "body": _SETUP_BODY,
-            "type": "reference",
-            "tags": ["memctl", "setup"],
-            "source": "memctl up",
-            "if_version": 0,
-        })
+        saved = await client.call_tool(
+            "memory_set",
+            {
+                "id": SETUP_ENTRY_ID,
+                "title": "How this project's memory works",
+                "body": _SETUP_BODY,
+                "type": "reference",
+                "tags": ["memctl", "setup"],
+                "source": "memctl up",
+                "if_version": 0,
+            },
+        )
         found = await client.call_tool("memory_search", {"query": "memctl memory setup", "tags": ["memctl"]})
         finished = time.perf_counter()
     if saved.is_error or found.is_error:
@@ -71,7 +75,9 @@ async def _round_trip(settings: Settings) -> dict[str, Any]:
 
 @click.command()
 @click.option(
-    "--project", type=click.Path(file_okay=False, path_type=Path), help="Project directory (default: current)."
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Project directory (default: current).",
 )
 @json_option
 def up(project: Path | None, as_json: bool) -> None:
@@ -111,7 +117,9 @@ def up(project: Path | None, as_json: bool) -> None:
     table.add_row("entry store", result["entry_store"])
     table.add_row("MCP tools", str(report["tools"]))
     table.add_row("bridge start", f"{report['startup_ms']} ms")
-    table.add_row("save → search", f"{report['round_trip_ms']} ms ({SETUP_ENTRY_ID}: {report['saved']}, found)")
+    table.add_row(
+        "save → search", f"{report['round_trip_ms']} ms ({SETUP_ENTRY_ID}: {report['saved']}, found)"
+    )
     console.print(table)
     console.print("Add this to the project's .mcp.json to give your agent this memory:")
     console.print_json(json.dumps(result["mcp_json"]))

@@ -123,9 +123,7 @@ class SqliteEntryStore:
 
     @staticmethod
     def _adjust_count(conn: sqlite3.Connection, delta: int) -> None:
-        conn.execute(
-            "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'entry_count'", (delta,)
-        )
+        conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'entry_count'", (delta,))
 
     def _drop(self, conn: sqlite3.Connection, id: str) -> None:
         """Remove every trace of an id (entry, tags, history, revision)."""
@@ -136,7 +134,8 @@ class SqliteEntryStore:
 
     def _purge_if_expired(self, conn: sqlite3.Connection, id: str, now: float) -> None:
         row = conn.execute(
-            "SELECT (SELECT expires_at FROM revisions WHERE id = ?), (SELECT expires_at FROM entries WHERE id = ?)",
+            "SELECT (SELECT expires_at FROM revisions WHERE id = ?),"
+            " (SELECT expires_at FROM entries WHERE id = ?)",
             (id, id),
         ).fetchone()
         if any(at is not None and at <= now for at in row):
@@ -165,9 +164,7 @@ class SqliteEntryStore:
     ) -> tuple[str, int]:
         """Write the entry, its indexes, revision and snapshot; return (operation, revision)."""
         stamp = format_instant(now)
-        previous = conn.execute(
-            "SELECT ttl, expires_at FROM entries WHERE id = ?", (write.id,)
-        ).fetchone()
+        previous = conn.execute("SELECT ttl, expires_at FROM entries WHERE id = ?", (write.id,)).fetchone()
         operation = label or ("created" if previous is None else "modified")
         if keep_expiry:
             ttl_value = None if previous is None else previous[0]
@@ -180,16 +177,37 @@ class SqliteEntryStore:
             conn.execute(
                 "INSERT INTO entries (id, title, body, type, tags, source, project, created, updated, hits,"
                 " ttl, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
-                (write.id, write.title, write.body, write.type, tags_json, write.source, write.project,
-                 stamp, stamp, ttl_value, expires_at),
+                (
+                    write.id,
+                    write.title,
+                    write.body,
+                    write.type,
+                    tags_json,
+                    write.source,
+                    write.project,
+                    stamp,
+                    stamp,
+                    ttl_value,
+                    expires_at,
+                ),
             )
             self._adjust_count(conn, 1)
         else:
             conn.execute(
                 "UPDATE entries SET title = ?, body = ?, type = ?, tags = ?, source = ?, project = ?,"
                 " updated = ?, ttl = ?, expires_at = ? WHERE id = ?",
-                (write.title, write.body, write.type, tags_json, write.source, write.project, stamp,
-                 ttl_value, expires_at, write.id),
+                (
+                    write.title,
+                    write.body,
+                    write.type,
+                    tags_json,
+                    write.source,
+                    write.project,
+                    stamp,
+                    ttl_value,
+                    expires_at,
+                    write.id,
+                ),
             )
             conn.execute("DELETE FROM entry_tags WHERE id = ?", (write.id,))
         conn.executemany(
@@ -204,15 +222,27 @@ class SqliteEntryStore:
         else:
             row = conn.execute(
                 "INSERT INTO revisions (id, rev, expires_at) VALUES (?, 1, ?)"
-                " ON CONFLICT (id) DO UPDATE SET rev = rev + 1, expires_at = excluded.expires_at RETURNING rev",
+                " ON CONFLICT (id) DO UPDATE SET rev = rev + 1, expires_at = excluded.expires_at"
+                " RETURNING rev",
                 (write.id, expires_at),
             ).fetchone()
         revision = int(row[0])
-        self._push_snapshot(conn, write.id, revision, {
-            "title": write.title, "body": write.body, "type": write.type, "tags": list(write.tags),
-            "source": write.source, "project": write.project, "updated": stamp,
-            "operation": operation, "rev": revision,
-        })
+        self._push_snapshot(
+            conn,
+            write.id,
+            revision,
+            {
+                "title": write.title,
+                "body": write.body,
+                "type": write.type,
+                "tags": list(write.tags),
+                "source": write.source,
+                "project": write.project,
+                "updated": stamp,
+                "operation": operation,
+                "rev": revision,
+            },
+        )
         return operation, revision
 
     # -- the interface ----------------------------------------------------------------------
@@ -272,16 +302,29 @@ class SqliteEntryStore:
             if row is None:
                 return None
             entry = _entry(row)
-            revision = int(conn.execute(
-                "INSERT INTO revisions (id, rev, expires_at) VALUES (?, 1, NULL)"
-                " ON CONFLICT (id) DO UPDATE SET rev = rev + 1, expires_at = NULL RETURNING rev",
-                (id,),
-            ).fetchone()[0])
-            self._push_snapshot(conn, id, revision, {
-                "title": entry.title, "body": entry.body, "type": entry.type, "tags": list(entry.tags),
-                "source": entry.source, "project": entry.project, "updated": format_instant(now),
-                "operation": "deleted", "rev": revision,
-            })
+            revision = int(
+                conn.execute(
+                    "INSERT INTO revisions (id, rev, expires_at) VALUES (?, 1, NULL)"
+                    " ON CONFLICT (id) DO UPDATE SET rev = rev + 1, expires_at = NULL RETURNING rev",
+                    (id,),
+                ).fetchone()[0]
+            )
+            self._push_snapshot(
+                conn,
+                id,
+                revision,
+                {
+                    "title": entry.title,
+                    "body": entry.body,
+                    "type": entry.type,
+                    "tags": list(entry.tags),
+                    "source": entry.source,
+                    "project": entry.project,
+                    "updated": format_instant(now),
+                    "operation": "deleted",
+                    "rev": revision,
+                },
+            )
             conn.execute("DELETE FROM entries WHERE id = ?", (id,))
             self._adjust_count(conn, -1)
             return DeleteOutcome(id, revision)
@@ -351,8 +394,13 @@ class SqliteEntryStore:
 
     @staticmethod
     def _page(
-        conn: sqlite3.Connection, source: str, where: list[str], params: list[Any], order: str,
-        offset: int, limit: int,
+        conn: sqlite3.Connection,
+        source: str,
+        where: list[str],
+        params: list[Any],
+        order: str,
+        offset: int,
+        limit: int,
     ) -> tuple[list[Entry], int]:
         condition = " AND ".join(where)
         total = int(conn.execute(f"SELECT count(*) FROM {source} WHERE {condition}", params).fetchone()[0])
@@ -368,7 +416,9 @@ class SqliteEntryStore:
         def run(conn: sqlite3.Connection, now: float) -> EntryPage:
             where, params = self._filter_sql(flt, now)
             if not query:
-                entries, total = self._page(conn, "entries AS e", where, params, _SORTS["hits"], offset, limit)
+                entries, total = self._page(
+                    conn, "entries AS e", where, params, _SORTS["hits"], offset, limit
+                )
                 return EntryPage(entries, total)
             terms = query_terms(query)
             if not terms:  # punctuation only: fall back to memory-mcp's substring match
@@ -418,19 +468,24 @@ class SqliteEntryStore:
 
     async def hits_zero_count(self) -> int:
         def run(conn: sqlite3.Connection, now: float) -> int:
-            return int(conn.execute(
-                f"SELECT count(*) FROM entries AS e WHERE e.hits = 0 AND {_LIVE}", (now,)
-            ).fetchone()[0])
+            return int(
+                conn.execute(
+                    f"SELECT count(*) FROM entries AS e WHERE e.hits = 0 AND {_LIVE}", (now,)
+                ).fetchone()[0]
+            )
 
         return await self._read("hits_zero_count", run)
 
     async def sweep(self) -> int:
         def run(conn: sqlite3.Connection, now: float) -> int:
-            ids = [r[0] for r in conn.execute(
-                "SELECT id FROM revisions WHERE expires_at <= ?"
-                " UNION SELECT id FROM entries WHERE expires_at <= ? LIMIT 1000",
-                (now, now),
-            )]
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM revisions WHERE expires_at <= ?"
+                    " UNION SELECT id FROM entries WHERE expires_at <= ? LIMIT 1000",
+                    (now, now),
+                )
+            ]
             for id in ids:
                 self._drop(conn, id)
             conn.execute("DELETE FROM operations WHERE expires_at <= ?", (now,))

@@ -1,0 +1,97 @@
+"""Starting real bridge processes for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from mcp import StdioServerParameters
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def bridge_env(**extra: str) -> dict[str, str]:
+    """The environment for a bridge process: ours, minus any MEMCTL_* leaking in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
+    env.update(extra)
+    return env
+
+
+def stdio_params(project: Path, **env: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memctl", "serve", "--project", str(project)],
+        env=bridge_env(**env),
+        cwd=str(project),
+    )
+
+
+@dataclass
+class HttpBridge:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    project: Path
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base_url}/mcp"
+
+
+@contextmanager
+def http_bridge(project: Path, *args: str, **env: str) -> Iterator[HttpBridge]:
+    """Run `memctl serve --http` on a free loopback port until the block ends."""
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memctl",
+            "serve",
+            "--project",
+            str(project),
+            "--http",
+            "--port",
+            str(port),
+            *args,
+        ],
+        env=bridge_env(**env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                assert process.stderr is not None
+                raise RuntimeError(f"bridge exited: {process.stderr.read().decode()}")
+            try:
+                if httpx.get(f"{base_url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("bridge did not become healthy within 30 s")
+            time.sleep(0.1)
+        yield HttpBridge(process, base_url, project)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
