@@ -25,12 +25,24 @@ def sqlite_path(settings: Settings) -> Path:
     return Path(parts.path)
 
 
+_VALKEY_SCHEMES = ("valkey", "valkeys", "redis", "rediss")
+
+
 def open_entry_store(settings: Settings) -> EntryStore:
     """Open the entry store the settings name (creating and migrating it if needed)."""
     scheme = urlsplit(settings.entry_store).scheme or settings.entry_store
+    if scheme in _VALKEY_SCHEMES:
+        from .valkey._entries import ValkeyEntryStore
+
+        return ValkeyEntryStore(
+            settings.entry_store,
+            max_versions=settings.max_versions_per_entry,
+            operation_ttl=settings.operation_id_ttl_seconds,
+        )
     if scheme != "sqlite":
         raise ConfigError(
-            f"entry store scheme {scheme!r} is not supported by this memctl; use `sqlite` or `sqlite:///path`"
+            f"entry store scheme {scheme!r} is not supported; use sqlite, sqlite:///path, "
+            "valkey://host:port/db or valkeys://host:port/db"
         )
     from .sqlite._entries import SqliteEntryStore
 

@@ -35,8 +35,9 @@ from .._base import (
     SortOrder,
 )
 from .._clock import format_instant
+from .._query import query_terms
 from ._errors import map_sqlite_errors
-from ._match import match_expression, query_terms
+from ._match import match_expression
 from ._schema import migrate
 
 __all__ = ["SqliteEntryStore"]

