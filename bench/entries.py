@@ -32,7 +32,7 @@ from contextlib import AsyncExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx
@@ -262,13 +262,25 @@ def http_bridge(project: Path) -> Iterator[HttpBridge]:
             process.wait()
 
 
-# --- driving calls --------------------------------------------------------------------------
+# --- MCP sessions ---------------------------------------------------------------------------
 
-Call = Callable[[Client, int], Awaitable[None]]
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+LEGACY_PROTOCOL = "2025-11-25"
 
 
 class BenchError(RuntimeError):
-    """A tool call failed: the numbers would be meaningless."""
+    """A call failed: the numbers would be meaningless."""
+
+
+async def open_client(stack: AsyncExitStack, url: str) -> Client:
+    """An SDK client session (initialize handshake) that has listed the tools once.
+
+    The SDK lists tools on a session's first call_tool to learn the output schemas it
+    validates results against; listing up front keeps that round trip out of the numbers.
+    """
+    client = await stack.enter_async_context(Client(url, mode="legacy"))
+    await client.list_tools()
+    return client
 
 
 async def call_tool(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -281,8 +293,53 @@ async def call_tool(client: Client, name: str, arguments: dict[str, Any]) -> dic
 
 
 @dataclass
+class RawSession:
+    """An MCP session spoken with bare httpx POSTs, no SDK client: the transport's own floor."""
+
+    http: httpx.AsyncClient
+    url: str
+    headers: dict[str, str]
+
+    @classmethod
+    async def open(cls, stack: AsyncExitStack, url: str) -> RawSession:
+        http = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY_PROTOCOL,
+                "capabilities": {},
+                "clientInfo": {"name": "memctl-bench", "version": "1"},
+            },
+        }
+        response = await http.post(url, headers=MCP_HEADERS, json=initialize)
+        response.raise_for_status()
+        session = cls(http, url, {**MCP_HEADERS, "Mcp-Session-Id": response.headers["mcp-session-id"]})
+        session.headers["Mcp-Protocol-Version"] = LEGACY_PROTOCOL
+        await session.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return session
+
+    async def post(self, message: dict[str, Any]) -> str:
+        response = await self.http.post(self.url, headers=self.headers, json=message)
+        response.raise_for_status()
+        return response.text
+
+    async def ping(self) -> None:
+        answer = await self.post({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        if '"result"' not in answer:
+            raise BenchError(f"raw ping failed: {answer}")
+
+
+# --- driving calls --------------------------------------------------------------------------
+
+S = TypeVar("S")
+Call = Callable[[S, int], Awaitable[None]]
+
+
+@dataclass
 class Run:
-    """Per-call latencies (s, indexed by call number) and wall time of one batch."""
+    """Per-call latencies (s, indexed by call number), wall time and CPU time of one batch."""
 
     latencies: list[float]
     wall_s: float
@@ -300,36 +357,36 @@ class Run:
         return Summary.of([self.latencies[n] for n in numbers])
 
 
-async def drive(bridge: HttpBridge, clients: Sequence[Client], call: Call, total: int) -> Run:
-    """Make `total` calls, numbered 0..total-1, spread over `clients` (one task each)."""
+async def drive(bridge: HttpBridge, sessions: Sequence[S], call: Call[S], total: int) -> Run:
+    """Make `total` calls, numbered 0..total-1, spread over `sessions` (one task each)."""
     latencies = [0.0] * total
     numbers = iter(range(total))  # shared: each task takes the next number
 
-    async def worker(client: Client) -> None:
+    async def worker(session: S) -> None:
         for number in numbers:
             started = time.perf_counter()
-            await call(client, number)
+            await call(session, number)
             latencies[number] = time.perf_counter() - started
 
     bridge_cpu, client_cpu = bridge.cpu_seconds(), time.process_time()
     started = time.perf_counter()
     async with anyio.create_task_group() as tasks:
-        for client in clients:
-            tasks.start_soon(worker, client)
+        for session in sessions:
+            tasks.start_soon(worker, session)
     wall = time.perf_counter() - started
     return Run(latencies, wall, bridge.cpu_seconds() - bridge_cpu, time.process_time() - client_cpu)
 
 
-def writer(corpus: Corpus, first: int) -> Call:
-    """memory_set of new fill entries first, first+1, ..."""
+def writer(corpus: Corpus, id_of: Callable[[int], str], first: int) -> Call[Client]:
+    """memory_set of new entries id_of(first), id_of(first + 1), ..."""
 
     async def call(client: Client, number: int) -> None:
-        await call_tool(client, "memory_set", corpus.entry(fill_id(first + number)))
+        await call_tool(client, "memory_set", corpus.entry(id_of(first + number)))
 
     return call
 
 
-def mixed_writer(corpus: Corpus, count: int, first_insert: int) -> Call:
+def mixed_writer(corpus: Corpus, count: int, first_insert: int) -> Call[Client]:
     """memory_set: even calls update a random existing entry, odd calls insert a new one."""
 
     async def call(client: Client, number: int) -> None:
@@ -339,30 +396,34 @@ def mixed_writer(corpus: Corpus, count: int, first_insert: int) -> Call:
     return call
 
 
-def getter(corpus: Corpus, count: int) -> Call:
+def deleter(first_insert: int) -> Call[Client]:
+    async def call(client: Client, number: int) -> None:
+        await call_tool(client, "memory_delete", {"id": insert_id(first_insert + number)})
+
+    return call
+
+
+def getter(corpus: Corpus, count: int) -> Call[Client]:
     async def call(client: Client, _: int) -> None:
         await call_tool(client, "memory_get", {"id": corpus.existing_id(count)})
 
     return call
 
 
-def searcher(corpus: Corpus) -> Call:
+def searcher(corpus: Corpus) -> Call[Client]:
     async def call(client: Client, _: int) -> None:
         await call_tool(client, "memory_search", corpus.search())
 
     return call
 
 
-async def pinger(client: Client, _: int) -> None:
+async def sdk_ping(client: Client, _: int) -> None:
     # ClientSession.send_ping: Client.send_ping warns (ping is gone from the 2026-07-28 protocol).
     await client.session.send_ping()
 
 
-def deleter(first_insert: int) -> Call:
-    async def call(client: Client, number: int) -> None:
-        await call_tool(client, "memory_delete", {"id": insert_id(first_insert + number)})
-
-    return call
+async def raw_ping(session: RawSession, _: int) -> None:
+    await session.ping()
 
 
 # --- the benchmark --------------------------------------------------------------------------
@@ -376,141 +437,142 @@ class Config:
     seed: int = SEED
 
 
-@dataclass
-class State:
-    """What the run has written so far."""
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
+
+@dataclass
+class HttpBench:
+    """One bridge, its client sessions, and what the run has written so far."""
+
+    bridge: HttpBridge
+    clients: list[Client]
+    corpus: Corpus
+    calls: int
     entries: int = 0
     inserted: int = 0
     fill_latencies: list[float] = field(default_factory=list)
     fill_segments: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def warmup(self) -> int:
+        return min(100, max(self.calls // 10, 8))
 
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    async def entry_count(self) -> int:
+        return int((await call_tool(self.clients[0], "memory_list", {"limit": 1}))["total"])
 
+    async def check_count(self) -> None:
+        if (actual := await self.entry_count()) != self.entries:
+            raise BenchError(f"the store holds {actual} entries, expected {self.entries}")
 
-async def open_clients(stack: AsyncExitStack, url: str, count: int) -> list[Client]:
-    """`count` independent MCP sessions, each having listed the tools once.
+    async def insert_and_delete(self, sessions: Sequence[Client], call: Call[Client], count: int) -> Run:
+        """Run `count` calls that insert count // 2 (or count) x- entries, then delete those."""
+        first = self.inserted
+        run = await drive(self.bridge, sessions, call, count)
+        self.inserted += (await self.entry_count()) - self.entries
+        await drive(self.bridge, self.clients, deleter(first), self.inserted - first)
+        await self.check_count()
+        return run
 
-    The SDK lists tools on a session's first call_tool to learn the output schemas it
-    validates results against; listing up front keeps that round trip out of the numbers.
-    """
-    clients = []
-    for _ in range(count):
-        client = await stack.enter_async_context(Client(url, mode="legacy"))
-        await client.list_tools()
-        clients.append(client)
-    return clients
+    async def warm_up(self) -> None:
+        """Exercise the write path once before the fill, so its first window is not a cold start."""
+        clients = self.clients[:FILL_CONCURRENCY]
+        await self.insert_and_delete(clients, writer(self.corpus, insert_id, self.inserted), 100)
 
+    async def fill(self, to: int) -> None:
+        """memory_set new entries until the store holds `to`, at FILL_CONCURRENCY."""
+        if to <= self.entries:
+            return
+        count = to - self.entries
+        clients = self.clients[:FILL_CONCURRENCY]
+        run = await drive(self.bridge, clients, writer(self.corpus, fill_id, self.entries), count)
+        self.fill_latencies.extend(run.latencies)
+        self.fill_segments.append(
+            {"from": self.entries, "to": to, "wall_s": run.wall_s, **asdict(run.summary())}
+        )
+        progress(f"  filled {self.entries:,} -> {to:,} in {run.wall_s:.1f} s ({count / run.wall_s:,.0f}/s)")
+        self.entries = to
+        await self.check_count()
 
-async def entry_count(client: Client) -> int:
-    return int((await call_tool(client, "memory_list", {"limit": 1}))["total"])
+    async def measure(self, sessions: Sequence[S], make_call: Callable[[], Call[S]]) -> dict[str, Summary]:
+        """Warm up, then make `calls` calls at each concurrency."""
+        results = {}
+        for concurrency in CONCURRENCY:
+            await drive(self.bridge, sessions[:concurrency], make_call(), self.warmup)
+            run = await drive(self.bridge, sessions[:concurrency], make_call(), self.calls)
+            results[str(concurrency)] = run.summary()
+        return results
 
+    async def measure_writes(self) -> dict[str, dict[str, Summary]]:
+        """memory_set, half updates and half inserts, at each concurrency; inserts deleted after."""
+        ops: dict[str, dict[str, Summary]] = {
+            "memory_set": {},
+            "memory_set update": {},
+            "memory_set insert": {},
+        }
+        for concurrency in CONCURRENCY:
+            clients = self.clients[:concurrency]
+            for count in (self.warmup, self.calls):
+                call = mixed_writer(self.corpus, self.entries, self.inserted)
+                run = await self.insert_and_delete(clients, call, count)
+            key = str(concurrency)
+            ops["memory_set"][key] = run.summary()
+            ops["memory_set update"][key] = run.latency_of(range(0, self.calls, 2))
+            ops["memory_set insert"][key] = run.latency_of(range(1, self.calls, 2))
+        return ops
 
-async def fill(bridge: HttpBridge, clients: Sequence[Client], corpus: Corpus, state: State, to: int) -> None:
-    """memory_set new entries until the store holds `to`, at FILL_CONCURRENCY."""
-    if to <= state.entries:
-        return
-    count = to - state.entries
-    run = await drive(bridge, clients[:FILL_CONCURRENCY], writer(corpus, state.entries), count)
-    state.fill_latencies.extend(run.latencies)
-    segment = {"from": state.entries, "to": to, "wall_s": run.wall_s, **asdict(run.summary())}
-    state.fill_segments.append(segment)
-    progress(f"  filled {state.entries:,} -> {to:,} in {run.wall_s:.1f} s ({count / run.wall_s:,.0f}/s)")
-    state.entries = to
-    if (actual := await entry_count(clients[0])) != to:
-        raise BenchError(f"store holds {actual} entries, expected {to}")
+    async def measure_size(self) -> dict[str, dict[str, Summary]]:
+        """Every operation at the current size, at concurrency 1 and 8."""
+        n = self.entries
+        progress("  ping")
+        async with AsyncExitStack() as stack:  # fresh: a session idle for 30 min is closed
+            raw = [await RawSession.open(stack, self.bridge.mcp_url) for _ in range(max(CONCURRENCY))]
+            ops = {
+                "ping": await self.measure(self.clients, lambda: sdk_ping),
+                "ping (raw HTTP)": await self.measure(raw, lambda: raw_ping),
+            }
+        progress("  memory_get")
+        ops["memory_get"] = await self.measure(self.clients, lambda: getter(self.corpus, n))
+        progress("  memory_search")
+        ops["memory_search"] = await self.measure(self.clients, lambda: searcher(self.corpus))
+        progress("  memory_set")
+        ops.update(await self.measure_writes())
+        return ops
 
-
-async def measure_op(
-    bridge: HttpBridge, clients: Sequence[Client], make_call: Callable[[], Call], calls: int
-) -> dict[str, Run]:
-    """Warm up, then run `calls` calls at each concurrency."""
-    warmup = min(100, max(calls // 10, 8))
-    results = {}
-    for concurrency in CONCURRENCY:
-        await drive(bridge, clients[:concurrency], make_call(), warmup)
-        results[str(concurrency)] = await drive(bridge, clients[:concurrency], make_call(), calls)
-    return results
-
-
-async def measure_size(
-    bridge: HttpBridge, clients: Sequence[Client], corpus: Corpus, state: State, calls: int
-) -> dict[str, dict[str, Summary]]:
-    """Every operation at the current size, concurrency 1 and 8."""
-    n = state.entries
-    ops: dict[str, dict[str, Summary]] = {}
-    for name, make_call in (
-        ("ping", lambda: pinger),
-        ("memory_get", lambda: getter(corpus, n)),
-        ("memory_search", lambda: searcher(corpus)),
-    ):
-        progress(f"  {name}")
-        runs = await measure_op(bridge, clients, make_call, calls)
-        ops[name] = {c: run.summary() for c, run in runs.items()}
-    progress("  memory_set")
-    ops.update(await measure_writes(bridge, clients, corpus, state, calls))
-    return ops
-
-
-async def measure_writes(
-    bridge: HttpBridge, clients: Sequence[Client], corpus: Corpus, state: State, calls: int
-) -> dict[str, dict[str, Summary]]:
-    """memory_set, half updates and half inserts, at each concurrency; inserts are deleted after."""
-    ops: dict[str, dict[str, Summary]] = {"memory_set": {}, "memory_set update": {}, "memory_set insert": {}}
-    warmup = min(100, max(calls // 10, 8))
-    for concurrency in CONCURRENCY:
-        clients_used = clients[:concurrency]
-        first = state.inserted
-        for count in (warmup, calls):  # odd-numbered calls insert, count // 2 of them
-            run = await drive(
-                bridge, clients_used, mixed_writer(corpus, state.entries, state.inserted), count
-            )
-            state.inserted += count // 2
-        key = str(concurrency)
-        ops["memory_set"][key] = run.summary()
-        ops["memory_set update"][key] = run.latency_of(range(0, calls, 2))
-        ops["memory_set insert"][key] = run.latency_of(range(1, calls, 2))
-        await drive(bridge, clients, deleter(first), state.inserted - first)
-    if (actual := await entry_count(clients[0])) != state.entries:
-        raise BenchError(f"store holds {actual} entries after the write test, expected {state.entries}")
-    return ops
-
-
-def fill_drift(state: State) -> dict[str, Any]:
-    """Fill-write latency over the first window of writes against the last one before the end."""
-    latencies = state.fill_latencies
-    window = min(FILL_WINDOW, max(1, len(latencies) // 10))
-    start = Summary.of(latencies[:window])
-    end = Summary.of(latencies[-window:])
-    return {
-        "window": window,
-        "writes": len(latencies),
-        "start": asdict(start),
-        "end": asdict(end),
-        "p50_ratio": end.p50_ms / start.p50_ms,
-        "segments": state.fill_segments,
-    }
+    def fill_drift(self) -> dict[str, Any]:
+        """Fill-write latency over the first window of writes against the last one."""
+        latencies = self.fill_latencies
+        window = min(FILL_WINDOW, max(1, len(latencies) // 10))
+        start = Summary.of(latencies[:window])
+        end = Summary.of(latencies[-window:])
+        return {
+            "window": window,
+            "writes": len(latencies),
+            "start": asdict(start),
+            "end": asdict(end),
+            "p50_ratio": end.p50_ms / start.p50_ms,
+            "segments": self.fill_segments,
+        }
 
 
 async def http_benchmark(config: Config, project: Path) -> dict[str, Any]:
     """Fill and measure at every size over HTTP; the bridge's peak RSS at the end."""
-    corpus = Corpus(config.seed)
-    state = State()
     sizes: list[dict[str, Any]] = []
+    sessions = max(*CONCURRENCY, FILL_CONCURRENCY)
     with http_bridge(project) as bridge:
         async with AsyncExitStack() as stack:
-            clients = await open_clients(stack, bridge.mcp_url, max(*CONCURRENCY, FILL_CONCURRENCY))
+            clients = [await open_client(stack, bridge.mcp_url) for _ in range(sessions)]
+            bench = HttpBench(bridge, clients, Corpus(config.seed), config.calls)
+            await bench.warm_up()
             for n in config.sizes:
                 progress(f"N = {n:,}")
-                await fill(bridge, clients, corpus, state, n)
-                ops = await measure_size(bridge, clients, corpus, state, config.calls)
+                await bench.fill(n)
+                ops = await bench.measure_size()
                 sizes.append(
                     {"n": n, "ops": {op: {c: asdict(s) for c, s in by.items()} for op, by in ops.items()}}
                 )
         rss = bridge.peak_rss_kib()
-    return {"sizes": sizes, "fill": fill_drift(state), "bridge_peak_rss_kib": rss}
+    return {"sizes": sizes, "fill": bench.fill_drift(), "bridge_peak_rss_kib": rss}
 
 
 # --- stdio cold start -----------------------------------------------------------------------
@@ -673,7 +735,7 @@ def report(results: dict[str, Any], checked: Sequence[Target]) -> str:
         f"\nbridge peak RSS (VmHWM): {results['bridge_peak_rss_kib'] / 1024:.1f} MiB",
         "\n== targets ==",
         format_table(
-            ["target", "measured", "limit", ""],
+            ["target", "measured", "limit", "result"],
             [
                 [
                     t.name,

@@ -86,6 +86,8 @@ def wait_for_ping(port: int, process: subprocess.Popen[bytes] | None = None, tim
         try:
             if valkey.Valkey(host="127.0.0.1", port=port, socket_timeout=0.5).ping():
                 return
+        except (valkey.exceptions.AuthenticationError, valkey.exceptions.ResponseError):
+            return  # it answers, but wants credentials
         except valkey.exceptions.ConnectionError:
             pass
         if process is not None and process.poll() is not None:

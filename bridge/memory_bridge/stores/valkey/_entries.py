@@ -108,6 +108,7 @@ class ValkeyEntryStore:
             username=self.target.username,
             password=self.target.password,
             ssl=self.target.tls,
+            ssl_ca_certs=self.target.ca_file,
             socket_timeout=CALL_TIMEOUT_SECONDS * 0.75,
             socket_connect_timeout=CALL_TIMEOUT_SECONDS * 0.5,
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=1),

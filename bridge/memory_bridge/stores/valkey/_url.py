@@ -21,6 +21,7 @@ class ValkeyTarget:
     password: str | None
     tls: bool
     prefix: str
+    ca_file: str | None = None
 
     @property
     def safe_url(self) -> str:
@@ -32,7 +33,11 @@ class ValkeyTarget:
 
 
 def parse_valkey_url(url: str) -> ValkeyTarget:
-    """`valkey://[user:pass@]host:port/db[?prefix=p]`; `valkeys://` (or rediss://) for TLS."""
+    """`valkey://[user:pass@]host:port/db[?prefix=p]`; `valkeys://` (or rediss://) for TLS.
+
+    `?ca=/path/ca.pem` names the CA that signed the server's certificate (default: the
+    system's trust store).
+    """
     parts = urlsplit(url)
     if parts.scheme not in _SCHEMES:
         raise ConfigError(f"entry store: {parts.scheme!r} is not a Valkey URL scheme (valkey://, valkeys://)")
@@ -46,7 +51,7 @@ def parse_valkey_url(url: str) -> ValkeyTarget:
     if path and not path.isdigit():
         raise ConfigError(f"entry store: database {path!r} in the Valkey URL is not a number")
     options = parse_qs(parts.query)
-    unknown = set(options) - {"prefix"}
+    unknown = set(options) - {"prefix", "ca"}
     if unknown:
         raise ConfigError(f"entry store: unknown Valkey URL option(s): {', '.join(sorted(unknown))}")
     return ValkeyTarget(
@@ -57,4 +62,5 @@ def parse_valkey_url(url: str) -> ValkeyTarget:
         password=unquote(parts.password) if parts.password else None,
         tls=_SCHEMES[parts.scheme],
         prefix=options.get("prefix", [""])[0],
+        ca_file=options.get("ca", [None])[0],
     )
