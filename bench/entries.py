@@ -27,6 +27,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
@@ -288,7 +289,7 @@ async def call_tool(client: Client, name: str, arguments: dict[str, Any]) -> dic
     result = await client.call_tool(name, arguments)
     if result.is_error:
         text = getattr(result.content[0], "text", "") if result.content else ""
-        raise BenchError(f"{name}({arguments}) failed: {text}")
+        raise BenchError(f"{name} {json.dumps(arguments)[:200]} failed: {text}")
     return dict(result.structured_content or {})
 
 
@@ -793,10 +794,25 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     return Config(sizes, args.calls, args.json_path)
 
 
+def leaf_errors(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, as raised by the task groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaf_errors(inner)]
+    return [exc]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     config = parse_args(argv)
     started = time.perf_counter()
-    results = anyio.run(run_benchmark, config)
+    try:
+        results = anyio.run(run_benchmark, config)
+    except (Exception, BaseExceptionGroup) as exc:  # unwrap the task groups' nested exception groups
+        for error in leaf_errors(exc):
+            if isinstance(error, BenchError | RuntimeError):
+                print(f"bench failed: {error}", file=sys.stderr)
+            else:
+                traceback.print_exception(error)
+        return 1
     checked = targets(results)
     results["targets"] = [{**asdict(t), "passed": t.passed} for t in checked]
     results["config"] = {"sizes": config.sizes, "calls": config.calls, "seed": config.seed}

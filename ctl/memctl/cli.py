@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .commands.migrate_store import migrate_store
 from .commands.serve import serve
 from .commands.up import up
 
@@ -19,8 +20,10 @@ def cli() -> None:
     Example:
       memctl up                 provision this directory and check it end to end
       memctl serve              serve this directory's memory on stdio
+      memctl migrate-store --to valkey://127.0.0.1:6379/0
     """
 
 
 cli.add_command(up)
 cli.add_command(serve)
+cli.add_command(migrate_store)

@@ -460,3 +460,30 @@ async def test_count_and_soft_cap_warning_come_from_a_maintained_count(store: En
         == "Entry count (3) exceeds soft cap of 2. Consider running memory_prune_candidates."
     )
     assert await store.hits_zero_count() == 3
+
+
+# -- export and import --------------------------------------------------------------------------
+
+
+async def test_export_then_import_reproduces_every_record(make_store: StoreFactory) -> None:
+    source, target = await make_store(), await make_store()
+    await put(source, entry("live", tags=("x", "y")))
+    await put(source, entry("live", body="second version", tags=("y",)))
+    await ops.get_entry(source, "live")
+    await put(source, entry("gone"))
+    await ops.delete_entry(source, "gone")
+    await put(source, entry("expiring"), ttl=3600)
+    await put(target, entry("live", body="stale copy in the target"))
+    exported = [r async for batch in source.export_records() for r in batch]
+    await target.import_records(exported)
+    assert [r.id for r in exported] == ["expiring", "gone", "live"]
+    reimported = {r.id: r for batch in [b async for b in target.export_records()] for r in batch}
+    for record in exported:
+        copy = reimported[record.id]
+        assert (copy.entry, copy.revision, copy.history) == (record.entry, record.revision, record.history)
+    assert reimported["gone"].entry is None and reimported["gone"].revision == 2
+    assert reimported["expiring"].expires_at is not None
+    assert await target.count() == 2
+    assert [e["id"] for e in (await search(target, tags=["y"]))["results"]] == ["live"]
+    assert (await search(target, tags=["x"]))["total"] == 0
+    assert (await put(target, entry("gone"), if_version=2))["revision"] == 3

@@ -128,7 +128,7 @@ async def list_entries(
     flt = EntryFilter(type=type or None, project=project)
     params = {"op": "list", "type": flt.type, "project": project, "sort": sort}
     offset = decode_cursor(cursor, params, operation="memory_list")
-    page = await store.list(flt, sort=sort, offset=offset, limit=limit)
+    page = await store.list_entries(flt, sort=sort, offset=offset, limit=limit)
     return _paged(page, offset, params)
 
 

@@ -7,6 +7,7 @@ Validation, cursors and result shapes live above the store, in `core`.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -15,6 +16,7 @@ __all__ = [
     "Entry",
     "EntryFilter",
     "EntryPage",
+    "EntryRecord",
     "EntryStore",
     "EntryWrite",
     "RollbackOutcome",
@@ -117,6 +119,42 @@ class EntryPage:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class EntryRecord:
+    """Everything a store holds about one id, for copying it to another store exactly."""
+
+    id: str
+    entry: Entry | None  # None when the id was deleted: history and revision remain
+    revision: int
+    history: tuple[str, ...]  # JSON snapshots as stored, newest first
+    expires_at: float | None = None  # epoch seconds, for an entry with a TTL
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "entry": None if self.entry is None else self.entry.to_dict(),
+            "revision": self.revision,
+            "history": list(self.history),
+            "expires_at": self.expires_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EntryRecord:
+        raw = data["entry"]
+        entry = None
+        if raw is not None:
+            entry = Entry(
+                **{**raw, "tags": tuple(raw["tags"]), "hits": int(raw["hits"]), "ttl": str(raw["ttl"])}
+            )
+        return cls(
+            id=str(data["id"]),
+            entry=entry,
+            revision=int(data["revision"]),
+            history=tuple(str(h) for h in data["history"]),
+            expires_at=None if data.get("expires_at") is None else float(data["expires_at"]),
+        )
+
+
 @runtime_checkable
 class EntryStore(Protocol):
     """Versioned entries with compare-and-set, operation ids, history and indexes."""
@@ -148,7 +186,7 @@ class EntryStore(Protocol):
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         """Entries matching the filter, ranked by the query when one is given."""
 
-    async def list(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
+    async def list_entries(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
         """Entries matching the filter in `sort` order."""
 
     async def prune_candidates(self, cutoff: str, *, offset: int, limit: int) -> EntryPage:
@@ -162,6 +200,12 @@ class EntryStore(Protocol):
 
     async def sweep(self) -> int:
         """Drop expired entries together with their index rows; return how many."""
+
+    def export_records(self) -> AsyncIterator[list[EntryRecord]]:
+        """Every id the store knows (live or deleted), in batches."""
+
+    async def import_records(self, records: Sequence[EntryRecord]) -> None:
+        """Make each record's id hold exactly that record (indexes and count follow)."""
 
     async def ping(self) -> None:
         """Raise StoreUnavailable unless the store can serve requests."""

@@ -12,12 +12,13 @@ keeps members of expired entries.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -29,6 +30,7 @@ from .._base import (
     Entry,
     EntryFilter,
     EntryPage,
+    EntryRecord,
     EntryWrite,
     RollbackOutcome,
     SetOutcome,
@@ -52,6 +54,7 @@ _SORTS: dict[str, str] = {
     "hits": "e.hits DESC, e.updated DESC, e.id",
     "updated": "e.updated DESC, e.id",
 }
+_EXPORT_BATCH = 500
 # bm25 weights per FTS column: id, title, body, tags
 _RANK = "bm25(entries_fts, 4.0, 6.0, 1.0, 4.0)"
 
@@ -443,7 +446,7 @@ class SqliteEntryStore:
 
         return await self._read("memory_search", run)
 
-    async def list(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
+    async def list_entries(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
         def run(conn: sqlite3.Connection, now: float) -> EntryPage:
             where, params = self._filter_sql(flt, now)
             entries, total = self._page(conn, "entries AS e", where, params, _SORTS[sort], offset, limit)
@@ -493,6 +496,88 @@ class SqliteEntryStore:
             return len(ids)
 
         return await self._write("sweep", run)
+
+    async def export_records(self) -> AsyncIterator[list[EntryRecord]]:
+        after = ""
+        while True:
+            batch = await self._read("export", functools.partial(self._export_batch, after))
+            if not batch:
+                return
+            yield batch
+            after = batch[-1].id
+
+    def _export_batch(self, after: str, conn: sqlite3.Connection, now: float) -> list[EntryRecord]:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM (SELECT id FROM revisions UNION SELECT id FROM entries"
+                " UNION SELECT id FROM history) WHERE id > ? ORDER BY id LIMIT ?",
+                (after, _EXPORT_BATCH),
+            )
+        ]
+        records = []
+        for id in ids:
+            row = conn.execute(
+                f"SELECT {_ENTRY_COLUMNS}, e.expires_at FROM entries AS e WHERE e.id = ? AND {_LIVE}",
+                (id, now),
+            ).fetchone()
+            revision = conn.execute("SELECT rev, expires_at FROM revisions WHERE id = ?", (id,)).fetchone()
+            if revision is not None and revision[1] is not None and revision[1] <= now:
+                continue  # expired, not swept yet
+            history = tuple(
+                r[0]
+                for r in conn.execute("SELECT snapshot FROM history WHERE id = ? ORDER BY rev DESC", (id,))
+            )
+            records.append(
+                EntryRecord(
+                    id=id,
+                    entry=None if row is None else _entry(row),
+                    revision=0 if revision is None else int(revision[0]),
+                    history=history,
+                    expires_at=None if row is None else row[11],
+                )
+            )
+        return records
+
+    async def import_records(self, records: Sequence[EntryRecord]) -> None:
+        def run(conn: sqlite3.Connection, now: float) -> None:
+            for record in records:
+                self._drop(conn, record.id)
+                entry = record.entry
+                if entry is not None:
+                    conn.execute(
+                        "INSERT INTO entries (id, title, body, type, tags, source, project, created, updated,"
+                        " hits, ttl, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            entry.id,
+                            entry.title,
+                            entry.body,
+                            entry.type,
+                            json.dumps(list(entry.tags)),
+                            entry.source,
+                            entry.project,
+                            entry.created,
+                            entry.updated,
+                            entry.hits,
+                            int(entry.ttl) if entry.ttl else None,
+                            record.expires_at,
+                        ),
+                    )
+                    conn.executemany(
+                        "INSERT OR IGNORE INTO entry_tags (tag, id) VALUES (?, ?)",
+                        [(t, entry.id) for t in entry.tags],
+                    )
+                    self._adjust_count(conn, 1)
+                conn.execute(
+                    "INSERT INTO revisions (id, rev, expires_at) VALUES (?, ?, ?)",
+                    (record.id, record.revision, record.expires_at),
+                )
+                conn.executemany(
+                    "INSERT INTO history (id, rev, snapshot) VALUES (?, ?, ?)",
+                    [(record.id, record.revision - i, snap) for i, snap in enumerate(record.history)],
+                )
+
+        await self._write("import", run)
 
     async def ping(self) -> None:
         if not os.path.exists(self.path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar, cast
 
@@ -26,6 +26,7 @@ from .._base import (
     Entry,
     EntryFilter,
     EntryPage,
+    EntryRecord,
     EntryWrite,
     RollbackOutcome,
     SetOutcome,
@@ -35,7 +36,7 @@ from .._clock import format_instant
 from .._query import query_terms
 from ._errors import map_valkey_errors
 from ._rank import rank
-from ._scripts import DELETE, GET, SWEEP, WRITE
+from ._scripts import DELETE, GET, IMPORT, SWEEP, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
 __all__ = ["ValkeyEntryStore"]
@@ -120,6 +121,7 @@ class ValkeyEntryStore:
         self._delete = self._client.register_script(DELETE)
         self._get = self._client.register_script(GET)
         self._sweep = self._client.register_script(SWEEP)
+        self._import = self._client.register_script(IMPORT)
         self._hits_zero: tuple[float, int] | None = None
         self._count_ready = False
 
@@ -162,15 +164,9 @@ class ValkeyEntryStore:
         self._count_ready = True
 
     async def _scan_ids(self) -> AsyncIterator[list[str]]:
-        pattern = self._key("mem:") + "*"
-        strip = len(self._key("mem:"))
-        cursor: int = 0
-        while True:
-            cursor, keys = await self._client.scan(cursor=cursor, match=pattern, count=1000)
-            if keys:
-                yield [_text(k)[strip:] for k in keys]
-            if cursor == 0:
-                break
+        prefix = self._key("mem:")
+        async for keys in self._scan_keys(prefix + "*"):
+            yield [k[len(prefix) :] for k in keys]
 
     async def _fetch(self, ids: Iterable[str]) -> list[Entry]:
         """HGETALL every id in pipelined batches; skip ids whose hash is gone."""
@@ -340,7 +336,7 @@ class ValkeyEntryStore:
 
         return await self._run("memory_search", work)
 
-    async def list(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
+    async def list_entries(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:
             ordered = sorted(await self._candidates(flt), key=_SORT_KEYS[sort])
             return EntryPage(ordered[offset : offset + limit], len(ordered))
@@ -389,6 +385,76 @@ class ValkeyEntryStore:
             return int(await self._sweep(keys=keys, args=[json.dumps(args)]))
 
         return await self._run("sweep", work)
+
+    async def export_records(self) -> AsyncIterator[list[EntryRecord]]:
+        ids: set[str] = set()
+        async with self._call("export"):
+            for kind in ("mem:", "memver:", "memrev:"):
+                prefix = self._key(kind)
+                async for keys in self._scan_keys(prefix + "*"):
+                    ids.update(k[len(prefix) :] for k in keys)
+        ordered = sorted(ids)
+        for start in range(0, len(ordered), _BATCH):
+            chunk = ordered[start : start + _BATCH]
+            async with self._call("export"):
+                batch = await self._export_batch(chunk)
+            if batch:
+                yield batch
+
+    async def _scan_keys(self, pattern: str) -> AsyncIterator[list[str]]:
+        cursor: int = 0
+        while True:
+            cursor, keys = await self._client.scan(cursor=cursor, match=pattern, count=1000)
+            if keys:
+                yield [_text(k) for k in keys]
+            if cursor == 0:
+                break
+
+    async def _export_batch(self, ids: list[str]) -> list[EntryRecord]:
+        pipe = self._client.pipeline(transaction=False)
+        for id in ids:
+            pipe.hgetall(self._key("mem:", id))
+            pipe.get(self._key("memrev:", id))
+            pipe.lrange(self._key("memver:", id), 0, -1)
+            pipe.pttl(self._key("mem:", id))
+        replies = await pipe.execute()
+        now = self._clock()
+        records = []
+        for i, id in enumerate(ids):
+            raw_hash, revision, history, pttl = replies[4 * i : 4 * i + 4]
+            fields = _decode_hash(raw_hash)
+            entry = _entry(id, fields) if "title" in fields else None
+            if entry is None and revision is None and not history:
+                continue  # expired between the scan and the read
+            records.append(
+                EntryRecord(
+                    id=id,
+                    entry=entry,
+                    revision=int(revision or 0),
+                    history=tuple(_text(h) for h in history),
+                    expires_at=now + pttl / 1000 if entry is not None and pttl and pttl > 0 else None,
+                )
+            )
+        return records
+
+    async def import_records(self, records: Sequence[EntryRecord]) -> None:
+        async def work() -> None:
+            pipe = self._client.pipeline(transaction=False)
+            for record in records:
+                entry = record.entry.to_dict() if record.entry is not None else False
+                args = {
+                    "id": record.id,
+                    "entry": entry,
+                    "revision": record.revision,
+                    "history": list(record.history),
+                    "expires_at_ms": int(record.expires_at * 1000) if record.expires_at else 0,
+                    "prefix": self._prefix,
+                }
+                keys = [*self._entry_keys(record.id), *self._bookkeeping_keys()]
+                await self._import(keys=keys, args=[json.dumps(args)], client=pipe)
+            await pipe.execute()
+
+        await self._run("import", work)
 
     async def ping(self) -> None:
         async with self._call("health"):

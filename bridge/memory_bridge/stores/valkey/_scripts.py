@@ -13,7 +13,7 @@ Arguments arrive as one JSON object in ARGV[1]; results leave as one JSON object
 
 from __future__ import annotations
 
-__all__ = ["DELETE", "GET", "SWEEP", "WRITE"]
+__all__ = ["DELETE", "GET", "IMPORT", "SWEEP", "WRITE"]
 
 _PRELUDE = r"""
 local function to_map(flat)
@@ -211,5 +211,48 @@ for _, id in ipairs(ids) do
   end
 end
 return dropped
+"""
+)
+
+# KEYS: mem, memver, memrev, memcount, memexp, memexpidx
+# ARGV[1]: {id, entry ({title, body, type, tags, source, project, created, updated, hits, ttl} or false),
+#           revision, history (newest first), expires_at_ms (0 = none), prefix}
+IMPORT = (
+    _PRELUDE
+    + r"""
+local a = cjson.decode(ARGV[1])
+local mem, memver, memrev, memcount, memexp, memexpidx = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local member = 'mem:' .. a.id
+local prev = to_map(redis.call('HGETALL', mem))
+if prev.title ~= nil then
+  idx_remove(a.prefix, member, prev.type, prev.project, prev.tags)
+  redis.call('DECR', memcount)
+else
+  forget_expired(a, member, memcount, memexpidx, memexp)
+end
+redis.call('DEL', mem, memver, memrev)
+redis.call('ZREM', memexp, a.id)
+redis.call('HDEL', memexpidx, a.id)
+local e = a.entry
+if e then
+  local tags_csv = table.concat(e.tags, ',')
+  redis.call('HSET', mem, 'title', e.title, 'body', e.body, 'type', e.type, 'tags', tags_csv,
+    'source', e.source, 'project', e.project, 'created', e.created, 'updated', e.updated,
+    'hits', tostring(e.hits), 'ttl', e.ttl)
+  idx_add(a.prefix, member, e.type, e.project, e.tags)
+  redis.call('INCR', memcount)
+  if a.expires_at_ms > 0 then
+    redis.call('ZADD', memexp, a.expires_at_ms / 1000, a.id)
+    redis.call('HSET', memexpidx, a.id, cjson.encode({type = e.type, project = e.project, tags = tags_csv}))
+  end
+end
+if a.revision > 0 then redis.call('SET', memrev, a.revision) end
+if #a.history > 0 then redis.call('RPUSH', memver, unpack(a.history)) end
+if e and a.expires_at_ms > 0 then
+  redis.call('PEXPIREAT', mem, a.expires_at_ms)
+  redis.call('PEXPIREAT', memver, a.expires_at_ms)
+  redis.call('PEXPIREAT', memrev, a.expires_at_ms)
+end
+return 1
 """
 )
