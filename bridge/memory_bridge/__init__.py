@@ -8,7 +8,7 @@ from ._errors import (
     StoreError,
     StoreUnavailable,
 )
-from ._serve import open_state, serve_http, serve_stdio
+from ._serve import open_state, run_bridge, serve_http, serve_stdio
 from ._server import build_server
 from ._settings import Settings, load_settings
 from .stores._base import Entry, EntryStore, EntryWrite
@@ -29,6 +29,7 @@ __all__ = [
     "load_settings",
     "open_entry_store",
     "open_state",
+    "run_bridge",
     "serve_http",
     "serve_stdio",
 ]

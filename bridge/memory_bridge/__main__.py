@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import sys
 
-import anyio
-
 from ._errors import ConfigError
-from ._serve import serve_http, serve_stdio
+from ._serve import run_bridge
 from ._settings import load_settings
 
 
 def main(argv: list[str]) -> int:
     try:
         settings = load_settings()
-        anyio.run(serve_http if "--http" in argv else serve_stdio, settings)
+        run_bridge(settings, http="--http" in argv)
     except ConfigError as exc:
         print(f"memory_bridge: {exc}", file=sys.stderr)
         return 2

@@ -106,6 +106,7 @@ def build_http_app(state: AppState, mcp: MCPServer[Any], tokens: Sequence[str]) 
     mcp.custom_route("/metrics", methods=["GET"], include_in_schema=False)(metrics)
     app = mcp.streamable_http_app(
         streamable_http_path="/mcp",
+        json_response=True,
         max_request_body_size=state.settings.max_body_bytes,
         transport_security=_transport_security(state),
         host=state.settings.host,

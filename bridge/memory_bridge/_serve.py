@@ -18,7 +18,7 @@ from ._settings import Settings
 from .stores._url import open_entry_store
 from .tools._state import AppState
 
-__all__ = ["open_state", "serve_http", "serve_stdio"]
+__all__ = ["open_state", "run_bridge", "serve_http", "serve_stdio"]
 
 log = logging.getLogger("memctl.bridge")
 
@@ -83,3 +83,14 @@ async def serve_http(settings: Settings) -> None:
             flush=True,
         )
         await server.serve()
+
+
+def run_bridge(settings: Settings, *, http: bool) -> None:
+    """Run the bridge to completion on the fastest event loop available (uvloop)."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        options: dict[str, bool] = {}
+    else:
+        options = {"use_uvloop": True}
+    anyio.run(serve_http if http else serve_stdio, settings, backend_options=options)

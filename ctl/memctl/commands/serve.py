@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import click
 
-from memory_bridge import MemctlError, load_settings, serve_http, serve_stdio
+from memory_bridge import MemctlError, load_settings, run_bridge
 
 from .._output import fail
 
@@ -59,7 +58,7 @@ def serve(
             entry_store=entry_store,
             log_level=log_level,
         )
-        anyio.run(serve_http if use_http else serve_stdio, settings)
+        run_bridge(settings, http=use_http)
     except MemctlError as exc:
         fail(exc, as_json=False)
     except KeyboardInterrupt:
