@@ -1,14 +1,16 @@
 """Benchmark memctl's entry tools through a real MCP client over streamable HTTP.
 
-Starts `memctl serve --http` as a subprocess on a fresh project, fills the store through
-memory_set up to each size (1k, 10k, 100k by default), and at each size measures
-memory_get, memory_set and memory_search (tag + query) at concurrency 1 and 8, next to an
-MCP ping (the protocol floor). Also reports fill-write latency at the start against the
-end of the fill, the stdio cold start against a minimal SDK server, the bridge's peak
-RSS, and PASS/FAIL against the project's targets.
+For each entry store (the embedded SQLite store, and Valkey on a valkey-server the
+benchmark starts itself), starts `memctl serve --http` as a subprocess on a fresh project,
+fills the store through memory_set up to each size (1k, 10k, 100k by default), and at each
+size measures memory_get, memory_set and memory_search (tag + query) at concurrency 1 and
+8, next to an MCP ping (the protocol floor). Also reports the throughput scaling from 1 to
+8 sessions, lost updates under 32 sessions doing read-modify-write on one entry, fill-write
+latency at the start against the end of the fill, the stdio cold start against a minimal
+SDK server, the bridge's peak RSS, and PASS/FAIL against the project's targets, per store.
 
     uv run --frozen python bench/entries.py --quick
-    uv run --frozen python bench/entries.py --json bench-results.json
+    uv run --frozen python bench/entries.py --stores valkey --json bench-results.json
 
 See bench/README.md for what every number means.
 """
@@ -20,7 +22,6 @@ import json
 import os
 import platform
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,11 +34,16 @@ from contextlib import AsyncExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import httpx
 from mcp import Client, StdioServerParameters
+
+from _mcp import BenchError, call_tool, open_client
+from _proc import ProcStats
+from _rmw import lost_updates
+from _servers import ValkeyServer, free_port, valkey_server
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
@@ -46,6 +52,13 @@ CONCURRENCY = (1, 8)
 FILL_CONCURRENCY = 8
 FILL_WINDOW = 1_000
 COLD_START_RUNS = 5
+STORES = ("sqlite", "valkey")
+SCALING_OPS = ("ping", "memory_get", "memory_search", "memory_set")
+SCALING_TARGET_OPS = ("memory_get", "memory_set")
+RMW_SESSIONS = 32
+RMW_WRITES = 300
+RMW_CAP_S = 120.0
+RMW_QUICK_CAP_S = 30.0
 SEED = 20_240_601
 ZIPF_EXPONENT = 0.8
 
@@ -166,6 +179,7 @@ class Summary:
     mean_ms: float
     calls_per_s: float | None = None
     bridge_cpu_ms_per_call: float | None = None
+    store_cpu_ms_per_call: float | None = None  # the valkey-server's; None for SQLite (in-process)
     client_cpu_ms_per_call: float | None = None
 
     @classmethod
@@ -185,12 +199,6 @@ class Summary:
 # --- the bridge process ---------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def bridge_env() -> dict[str, str]:
     """Our environment minus any MEMCTL_* / MEMORY_MCP_* settings, so the bridge runs on defaults."""
     return {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
@@ -201,25 +209,53 @@ def serve_args(project: Path) -> list[str]:
 
 
 @dataclass
+class Backend:
+    """An entry store to benchmark: the --entry-store URLs to give the bridge, and its server."""
+
+    name: str
+    http_url: str | None = None  # None: the default, the project's embedded SQLite store
+    stdio_url: str | None = None  # a fresh, empty store for the stdio cold start
+    server: ValkeyServer | None = None
+
+    def entry_store_args(self, url: str | None) -> list[str]:
+        return [] if url is None else ["--entry-store", url]
+
+    @property
+    def server_stats(self) -> ProcStats | None:
+        return None if self.server is None else self.server.stats
+
+
+@contextmanager
+def backend(name: str) -> Iterator[Backend]:
+    """The store named by --stores; for valkey, a valkey-server of our own, stopped afterwards."""
+    if name == "sqlite":
+        yield Backend(name)
+        return
+    with valkey_server() as server:
+        yield Backend(name, http_url=server.url(0), stdio_url=server.url(1), server=server)
+
+
+@dataclass
 class HttpBridge:
     process: subprocess.Popen[bytes]
     base_url: str
+    store_server: ProcStats | None = None  # the store's own server process, if it has one
 
     @property
     def mcp_url(self) -> str:
         return f"{self.base_url}/mcp"
 
     def peak_rss_kib(self) -> int:
-        """VmHWM, the resident set's high-water mark, from /proc."""
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-        raise RuntimeError("no VmHWM in /proc/<pid>/status")
+        """VmHWM, the bridge's resident set high-water mark, from /proc."""
+        return ProcStats(self.process.pid).peak_rss_kib()
 
     def cpu_seconds(self) -> float:
         """User + system CPU time the bridge has used so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return ProcStats(self.process.pid).cpu_seconds()
+
+    def store_cpu_seconds(self) -> float | None:
+        """CPU time the store's server has used so far; None when the store is in-process."""
+        return None if self.store_server is None else self.store_server.cpu_seconds()
 
 
 def wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path, timeout: float = 30) -> None:
@@ -238,14 +274,15 @@ def wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path, tim
 
 
 @contextmanager
-def http_bridge(project: Path) -> Iterator[HttpBridge]:
+def http_bridge(project: Path, store: Backend) -> Iterator[HttpBridge]:
     """Run `memctl serve --http` on a free loopback port; its stderr goes to project/bridge.log."""
     port = free_port()
     project.mkdir(parents=True, exist_ok=True)
     log = project / "bridge.log"
+    store_args = store.entry_store_args(store.http_url)
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, *serve_args(project), "--http", "--port", str(port)],
+            [sys.executable, *serve_args(project), "--http", "--port", str(port), *store_args],
             env=bridge_env(),
             stdout=subprocess.DEVNULL,
             stderr=stderr,
@@ -253,7 +290,7 @@ def http_bridge(project: Path) -> Iterator[HttpBridge]:
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(process, base_url, log)
-        yield HttpBridge(process, base_url)
+        yield HttpBridge(process, base_url, store.server_stats)
     finally:
         process.terminate()
         try:
@@ -267,30 +304,6 @@ def http_bridge(project: Path) -> Iterator[HttpBridge]:
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY_PROTOCOL = "2025-11-25"
-
-
-class BenchError(RuntimeError):
-    """A call failed: the numbers would be meaningless."""
-
-
-async def open_client(stack: AsyncExitStack, url: str) -> Client:
-    """An SDK client session (initialize handshake) that has listed the tools once.
-
-    The SDK lists tools on a session's first call_tool to learn the output schemas it
-    validates results against; listing up front keeps that round trip out of the numbers.
-    """
-    client = await stack.enter_async_context(Client(url, mode="legacy"))
-    await client.list_tools()
-    return client
-
-
-async def call_tool(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Call an entry tool and return its structured result; raise on an error result."""
-    result = await client.call_tool(name, arguments)
-    if result.is_error:
-        text = getattr(result.content[0], "text", "") if result.content else ""
-        raise BenchError(f"{name} {json.dumps(arguments)[:200]} failed: {text}")
-    return dict(result.structured_content or {})
 
 
 @dataclass
@@ -346,11 +359,15 @@ class Run:
     wall_s: float
     bridge_cpu_s: float
     client_cpu_s: float
+    store_cpu_s: float | None = None
 
     def summary(self) -> Summary:
         summary = Summary.of(self.latencies, self.wall_s)
-        summary.bridge_cpu_ms_per_call = 1000 * self.bridge_cpu_s / len(self.latencies)
-        summary.client_cpu_ms_per_call = 1000 * self.client_cpu_s / len(self.latencies)
+        calls = len(self.latencies)
+        summary.bridge_cpu_ms_per_call = 1000 * self.bridge_cpu_s / calls
+        summary.client_cpu_ms_per_call = 1000 * self.client_cpu_s / calls
+        if self.store_cpu_s is not None:
+            summary.store_cpu_ms_per_call = 1000 * self.store_cpu_s / calls
         return summary
 
     def latency_of(self, numbers: range) -> Summary:
@@ -369,13 +386,16 @@ async def drive(bridge: HttpBridge, sessions: Sequence[S], call: Call[S], total:
             await call(session, number)
             latencies[number] = time.perf_counter() - started
 
-    bridge_cpu, client_cpu = bridge.cpu_seconds(), time.process_time()
+    bridge_cpu, store_cpu, client_cpu = bridge.cpu_seconds(), bridge.store_cpu_seconds(), time.process_time()
     started = time.perf_counter()
     async with anyio.create_task_group() as tasks:
         for session in sessions:
             tasks.start_soon(worker, session)
     wall = time.perf_counter() - started
-    return Run(latencies, wall, bridge.cpu_seconds() - bridge_cpu, time.process_time() - client_cpu)
+    run = Run(latencies, wall, bridge.cpu_seconds() - bridge_cpu, time.process_time() - client_cpu)
+    if store_cpu is not None:
+        run.store_cpu_s = (bridge.store_cpu_seconds() or 0.0) - store_cpu
+    return run
 
 
 def writer(corpus: Corpus, id_of: Callable[[int], str], first: int) -> Call[Client]:
@@ -435,6 +455,9 @@ class Config:
     sizes: tuple[int, ...]
     calls: int
     json_path: Path | None
+    stores: tuple[str, ...] = STORES
+    rmw_writes: int = RMW_WRITES
+    rmw_cap_s: float = RMW_CAP_S
     seed: int = SEED
 
 
@@ -556,11 +579,11 @@ class HttpBench:
         }
 
 
-async def http_benchmark(config: Config, project: Path) -> dict[str, Any]:
-    """Fill and measure at every size over HTTP; the bridge's peak RSS at the end."""
+async def http_benchmark(config: Config, project: Path, store: Backend) -> dict[str, Any]:
+    """Fill and measure at every size over HTTP, then the lost-updates run; the bridge's peak RSS."""
     sizes: list[dict[str, Any]] = []
     sessions = max(*CONCURRENCY, FILL_CONCURRENCY)
-    with http_bridge(project) as bridge:
+    with http_bridge(project, store) as bridge:
         async with AsyncExitStack() as stack:
             clients = [await open_client(stack, bridge.mcp_url) for _ in range(sessions)]
             bench = HttpBench(bridge, clients, Corpus(config.seed), config.calls)
@@ -572,8 +595,49 @@ async def http_benchmark(config: Config, project: Path) -> dict[str, Any]:
                 sizes.append(
                     {"n": n, "ops": {op: {c: asdict(s) for c, s in by.items()} for op, by in ops.items()}}
                 )
+        progress(f"lost updates ({RMW_SESSIONS} sessions, read-modify-write on one entry)")
+        rmw = await lost_updates(bridge.mcp_url, RMW_SESSIONS, config.rmw_writes, config.rmw_cap_s)
         rss = bridge.peak_rss_kib()
-    return {"sizes": sizes, "fill": bench.fill_drift(), "bridge_peak_rss_kib": rss}
+    return {"sizes": sizes, "fill": bench.fill_drift(), "lost_updates": rmw, "bridge_peak_rss_kib": rss}
+
+
+# --- throughput scaling ---------------------------------------------------------------------
+
+
+def usable_cores() -> int:
+    """CPUs this process may run on (the bridge and the store server inherit the same set)."""
+    return len(os.sched_getaffinity(0))
+
+
+def cpu_ceiling(summary: dict[str, Any], cores: int) -> float:
+    """The calls/s the CPU allows, from a batch's CPU cost per call.
+
+    The client, the bridge and valkey-server each run one event loop, so each is held to
+    about one core (SQLite's work in the bridge's threads aside); together they share `cores`.
+    """
+    per_process = [
+        summary[key]
+        for key in ("client_cpu_ms_per_call", "bridge_cpu_ms_per_call", "store_cpu_ms_per_call")
+        if summary[key]
+    ]
+    return min(cores * 1000 / sum(per_process), *(1000 / ms for ms in per_process))
+
+
+def scaling(size: dict[str, Any], cores: int) -> dict[str, dict[str, float]]:
+    """calls/s at concurrency 8 over calls/s at concurrency 1, per operation, at one size."""
+    low, high = (str(c) for c in CONCURRENCY)
+    result = {}
+    for op in SCALING_OPS:
+        one, many = size["ops"][op][low], size["ops"][op][high]
+        ceiling = cpu_ceiling(many, cores)
+        result[op] = {
+            "c1_calls_per_s": one["calls_per_s"],
+            "c8_calls_per_s": many["calls_per_s"],
+            "ratio": many["calls_per_s"] / one["calls_per_s"],
+            "cpu_ceiling_calls_per_s": ceiling,
+            "cpu_ceiling_ratio": ceiling / one["calls_per_s"],
+        }
+    return result
 
 
 # --- stdio cold start -----------------------------------------------------------------------
@@ -608,21 +672,53 @@ async def cold_starts(params: StdioServerParameters, runs: int) -> dict[str, Any
     return {"runs_s": times, "median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
 
 
-async def stdio_benchmark(project: Path) -> dict[str, Any]:
-    """memctl's stdio cold start (the first run creates the store) and the SDK's floor."""
-    script = project.parent / "minimal_server.py"
-    script.write_text(MINIMAL_SERVER)
-    env = bridge_env()
-    memctl = StdioServerParameters(command=sys.executable, args=serve_args(project), env=env, cwd=project)
-    minimal = StdioServerParameters(command=sys.executable, args=[str(script)], env=env, cwd=project)
+async def memctl_cold_start(project: Path, store: Backend) -> dict[str, Any]:
+    """memctl's stdio cold start on a fresh store (the first run creates it)."""
+    project.mkdir(parents=True)
+    args = [*serve_args(project), *store.entry_store_args(store.stdio_url)]
+    params = StdioServerParameters(command=sys.executable, args=args, env=bridge_env(), cwd=project)
     progress("stdio cold start")
-    return {
-        "memctl": await cold_starts(memctl, COLD_START_RUNS),
-        "sdk_minimal": await cold_starts(minimal, COLD_START_RUNS),
-    }
+    return await cold_starts(params, COLD_START_RUNS)
 
 
-# --- targets and report ---------------------------------------------------------------------
+async def sdk_cold_start(workdir: Path) -> dict[str, Any]:
+    """The stdio cold start of a minimal SDK server: the floor memctl's is read against."""
+    script = workdir / "minimal_server.py"
+    script.write_text(MINIMAL_SERVER)
+    params = StdioServerParameters(command=sys.executable, args=[str(script)], env=bridge_env(), cwd=workdir)
+    progress("stdio cold start, minimal SDK server")
+    return await cold_starts(params, COLD_START_RUNS)
+
+
+# --- one store, all stores ------------------------------------------------------------------
+
+
+async def store_benchmark(config: Config, workdir: Path, store: Backend) -> dict[str, Any]:
+    """Everything measured for one entry store: HTTP sizes, scaling, lost updates, stdio, RSS."""
+    progress(f"--- {store.name} store ---")
+    results = await http_benchmark(config, workdir / "http-project", store)
+    results["scaling"] = scaling(results["sizes"][-1], usable_cores())
+    results["stdio"] = await memctl_cold_start(workdir / "stdio-project", store)
+    if store.server is not None:
+        results["server"] = store.server.describe()
+        results["store_server_peak_rss_kib"] = store.server.stats.peak_rss_kib()
+    return results
+
+
+async def run_benchmark(config: Config) -> dict[str, Any]:
+    """Each store in turn (its own bridge and, for valkey, its own server), then the SDK floor."""
+    results: dict[str, Any] = {"stores": {}}
+    with tempfile.TemporaryDirectory(prefix="memctl-bench-") as tmp:
+        for name in config.stores:
+            with backend(name) as store:
+                workdir = Path(tmp) / name
+                workdir.mkdir()
+                results["stores"][name] = await store_benchmark(config, workdir, store)
+        results["stdio_sdk_minimal"] = await sdk_cold_start(Path(tmp))
+    return results
+
+
+# --- targets --------------------------------------------------------------------------------
 
 
 @dataclass
@@ -631,10 +727,18 @@ class Target:
     value: float
     limit: float
     unit: str
+    comparison: Literal["<=", ">="] = "<="
+    digits: int = 2
 
     @property
     def passed(self) -> bool:
-        return self.value <= self.limit
+        return self.value <= self.limit if self.comparison == "<=" else self.value >= self.limit
+
+    def measured(self) -> str:
+        return f"{self.value:.{self.digits}f} {self.unit}".strip()
+
+    def bound(self) -> str:
+        return f"{self.comparison} {self.limit:g} {self.unit}".strip()
 
 
 def op_stat(results: dict[str, Any], n_index: int, op: str, stat: str, concurrency: int = 1) -> float:
@@ -642,19 +746,35 @@ def op_stat(results: dict[str, Any], n_index: int, op: str, stat: str, concurren
 
 
 def targets(results: dict[str, Any]) -> list[Target]:
-    """The issue's targets (defined at 100k entries; checked at the largest size run)."""
+    """The issue's targets for one store (defined at 100k entries; checked at the largest size run)."""
     sizes = [s["n"] for s in results["sizes"]]
     top, base = f"{sizes[-1]:,}", f"{sizes[0]:,}"
     set_top = op_stat(results, -1, "memory_set", "p50_ms")
     set_base = op_stat(results, 0, "memory_set", "p50_ms")
+    low, high = CONCURRENCY
+    scaled = [
+        Target(f"{op} calls/s at {top}, c={high} / c={low}", results["scaling"][op]["ratio"], 3, "x", ">=")
+        for op in SCALING_TARGET_OPS
+    ]
     return [
         Target(f"memory_get p50 at {top}, c=1", op_stat(results, -1, "memory_get", "p50_ms"), 3, "ms"),
         Target(f"memory_set p50 at {top}, c=1", set_top, 3, "ms"),
         Target(f"memory_search p95 at {top}, c=1", op_stat(results, -1, "memory_search", "p95_ms"), 20, "ms"),
         Target(f"memory_set p50 at {top} / at {base}, c=1", set_top / set_base, 1.2, "x"),
         Target("fill write p50, last window / first window", results["fill"]["p50_ratio"], 1.2, "x"),
-        Target("stdio cold start, median", results["stdio"]["memctl"]["median_s"] * 1000, 1000, "ms"),
+        Target("stdio cold start, median", results["stdio"]["median_s"] * 1000, 1000, "ms"),
+        *scaled,
+        Target(
+            f"lost updates, {RMW_SESSIONS} sessions read-modify-write",
+            results["lost_updates"]["lost_updates"],
+            0,
+            "",
+            digits=0,
+        ),
     ]
+
+
+# --- the report -----------------------------------------------------------------------------
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -670,85 +790,181 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(headers), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
 
 
-def size_table(size: dict[str, Any]) -> str:
-    headers = [
-        "op",
-        "conc",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
-        "p50/ping",
-        "calls/s",
-        "bridge cpu ms",
-        "client cpu ms",
+def optional(value: float | None, spec: str = ",.2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def op_row(op: str, concurrency: str, store: str, size: dict[str, Any]) -> list[str]:
+    """One operation at one concurrency on one store: latency, throughput, CPU per call."""
+    s = size["ops"][op][concurrency]
+    ping = size["ops"]["ping"][concurrency]["p50_ms"]
+    cpu = ("bridge_cpu_ms_per_call", "store_cpu_ms_per_call", "client_cpu_ms_per_call")
+    return [
+        op,
+        concurrency,
+        store,
+        *(f"{s[k]:.2f}" for k in ("p50_ms", "p95_ms", "p99_ms")),
+        f"{s['p50_ms'] / ping:.2f}x",
+        optional(s["calls_per_s"]),
+        *(optional(s[k]) for k in cpu),
     ]
-    rows = []
-    for op, by_concurrency in size["ops"].items():
-        for concurrency, s in by_concurrency.items():
-            ping = size["ops"]["ping"][concurrency]["p50_ms"]
-            optional = [s["calls_per_s"], s["bridge_cpu_ms_per_call"], s["client_cpu_ms_per_call"]]
-            rows.append(
-                [
-                    op,
-                    concurrency,
-                    f"{s['p50_ms']:.2f}",
-                    f"{s['p95_ms']:.2f}",
-                    f"{s['p99_ms']:.2f}",
-                    f"{s['p50_ms'] / ping:.2f}x",
-                    *("-" if v is None else f"{v:,.2f}" for v in optional),
-                ]
-            )
+
+
+def size_table(by_store: dict[str, dict[str, Any]]) -> str:
+    """One size: a row per operation, concurrency and store, the stores next to each other."""
+    headers = ["op", "conc", "store", "p50 ms", "p95 ms", "p99 ms", "p50/ping", "calls/s"]
+    headers += ["bridge cpu ms", "store cpu ms", "client cpu ms"]
+    first = next(iter(by_store.values()))
+    rows = [
+        op_row(op, concurrency, store, size)
+        for op, by_concurrency in first["ops"].items()
+        for concurrency in by_concurrency
+        for store, size in by_store.items()
+    ]
     return format_table(headers, rows)
 
 
-def report(results: dict[str, Any], checked: Sequence[Target]) -> str:
+def size_sections(stores: dict[str, dict[str, Any]]) -> list[str]:
+    first = next(iter(stores.values()))
     parts = []
-    for size in results["sizes"]:
-        parts += [f"\n== {size['n']:,} entries ==", size_table(size)]
-    fill, stdio = results["fill"], results["stdio"]
-    parts += [
-        f"\n== fill ({fill['writes']:,} memory_set of new entries at concurrency {FILL_CONCURRENCY}) ==",
-        format_table(
-            ["writes", "p50 ms", "p95 ms", "p99 ms"],
-            [
-                [
-                    f"first {fill['window']:,}",
-                    *(f"{fill['start'][k]:.2f}" for k in ("p50_ms", "p95_ms", "p99_ms")),
-                ],
-                [
-                    f"last {fill['window']:,}",
-                    *(f"{fill['end'][k]:.2f}" for k in ("p50_ms", "p95_ms", "p99_ms")),
-                ],
-            ],
-        ),
-        f"p50 last / first: {fill['p50_ratio']:.2f}x",
-        f"\n== stdio cold start (spawn -> initialize answered, {COLD_START_RUNS} runs) ==",
-        format_table(
-            ["server", "median ms", "min ms", "max ms"],
-            [
-                [name, *(f"{stdio[key][k] * 1000:.0f}" for k in ("median_s", "min_s", "max_s"))]
-                for name, key in (
-                    ("memctl serve", "memctl"),
-                    ("minimal MCPServer (SDK floor)", "sdk_minimal"),
-                )
-            ],
-        ),
-        f"\nbridge peak RSS (VmHWM): {results['bridge_peak_rss_kib'] / 1024:.1f} MiB",
-        "\n== targets ==",
-        format_table(
-            ["target", "measured", "limit", "result"],
-            [
-                [
-                    t.name,
-                    f"{t.value:.2f} {t.unit}",
-                    f"<= {t.limit:g} {t.unit}",
-                    "PASS" if t.passed else "FAIL",
-                ]
-                for t in checked
-            ],
-        ),
+    for index, size in enumerate(first["sizes"]):
+        by_store = {name: results["sizes"][index] for name, results in stores.items()}
+        parts += [f"\n== {size['n']:,} entries ==", size_table(by_store)]
+    return parts
+
+
+def fill_section(stores: dict[str, dict[str, Any]]) -> list[str]:
+    first = next(iter(stores.values()))["fill"]
+    rows = []
+    for name, results in stores.items():
+        fill = results["fill"]
+        for label, key, ratio in (("first", "start", ""), ("last", "end", f"{fill['p50_ratio']:.2f}x")):
+            stats = (f"{fill[key][k]:.2f}" for k in ("p50_ms", "p95_ms", "p99_ms"))
+            rows.append([name, f"{label} {fill['window']:,}", *stats, ratio])
+    return [
+        f"\n== fill ({first['writes']:,} memory_set of new entries at concurrency {FILL_CONCURRENCY}) ==",
+        format_table(["store", "writes", "p50 ms", "p95 ms", "p99 ms", "p50 last/first"], rows),
     ]
-    return "\n".join(parts)
+
+
+def scaling_section(stores: dict[str, dict[str, Any]]) -> list[str]:
+    first = next(iter(stores.values()))
+    low, high = CONCURRENCY
+    headers = ["op", "store", f"c={low} calls/s", f"c={high} calls/s", f"c={high}/c={low}"]
+    headers += ["cpu ceiling calls/s", "ceiling/c=1", "target"]
+    rows = []
+    for op in SCALING_OPS:
+        for name, results in stores.items():
+            s = results["scaling"][op]
+            ratio = s["ratio"]
+            target = "(floor)" if op == "ping" else "-"
+            if op in SCALING_TARGET_OPS:
+                target = f">= 3x {'PASS' if ratio >= 3 else 'FAIL'}"
+            numbers = [s["c1_calls_per_s"], s["c8_calls_per_s"]]
+            rows.append(
+                [
+                    op,
+                    name,
+                    *(f"{v:,.0f}" for v in numbers),
+                    f"{ratio:.2f}x",
+                    f"{s['cpu_ceiling_calls_per_s']:,.0f}",
+                    f"{s['cpu_ceiling_ratio']:.2f}x",
+                    target,
+                ]
+            )
+    return [
+        f"\n== throughput scaling at {first['sizes'][-1]['n']:,} entries "
+        f"(calls/s at concurrency {high} / at {low}; {usable_cores()} cores) ==",
+        format_table(headers, rows),
+    ]
+
+
+def lost_updates_section(stores: dict[str, dict[str, Any]]) -> list[str]:
+    headers = ["store", "sessions", "applied", "conflicts", "max retries", "final counter", "lost updates"]
+    headers += ["revisions", "elapsed s", "writes/s", "attempts/write"]
+    rows, notes = [], []
+    for name, results in stores.items():
+        r = results["lost_updates"]
+        counts = (r[k] for k in ("sessions", "applied", "conflicts", "max_retries", "final_counter"))
+        rows.append(
+            [
+                name,
+                *(f"{v:,}" for v in counts),
+                f"{r['lost_updates']:,}",
+                f"{r['revisions']:,}",
+                f"{r['elapsed_s']:.1f}",
+                f"{r['writes_per_s']:,.1f}",
+                f"{r['attempts_per_write']:.1f}",
+            ]
+        )
+        if r["capped"]:
+            notes.append(f"{name}: stopped by the {r['cap_s']:g} s cap before {r['goal']:,} writes")
+    goal = next(iter(stores.values()))["lost_updates"]["goal"]
+    return [
+        f"\n== lost updates (read-modify-write of one counter with if_version, until {goal:,} applied) ==",
+        format_table(headers, rows),
+        "lost updates = applied - final counter (must be 0)",
+        *notes,
+    ]
+
+
+def stdio_section(stores: dict[str, dict[str, Any]], sdk_minimal: dict[str, Any]) -> list[str]:
+    runs = [(f"memctl serve ({name})", results["stdio"]) for name, results in stores.items()]
+    runs.append(("minimal MCPServer (SDK floor)", sdk_minimal))
+    rows = [[label, *(f"{r[k] * 1000:.0f}" for k in ("median_s", "min_s", "max_s"))] for label, r in runs]
+    return [
+        f"\n== stdio cold start (spawn -> initialize answered, {COLD_START_RUNS} runs) ==",
+        format_table(["server", "median ms", "min ms", "max ms"], rows),
+    ]
+
+
+def mib(kib: int | None) -> str:
+    return "-" if kib is None else f"{kib / 1024:.1f}"
+
+
+def rss_section(stores: dict[str, dict[str, Any]]) -> list[str]:
+    rows = [
+        [name, mib(results["bridge_peak_rss_kib"]), mib(results.get("store_server_peak_rss_kib"))]
+        for name, results in stores.items()
+    ]
+    return [
+        "\n== peak RSS (VmHWM) at the end of the run ==",
+        format_table(["store", "bridge MiB", "valkey-server MiB"], rows),
+    ]
+
+
+def targets_section(checked: dict[str, list[Target]]) -> list[str]:
+    """One row per target, a measured and a result column per store."""
+    names = list(checked)
+    headers = ["target", "limit"]
+    for name in names:
+        headers += [name, "result"]
+    rows = []
+    for index, target in enumerate(checked[names[0]]):
+        row = [target.name, target.bound()]
+        for name in names:
+            mine = checked[name][index]
+            row += [mine.measured(), "PASS" if mine.passed else "FAIL"]
+        rows.append(row)
+    return ["\n== targets ==", format_table(headers, rows)]
+
+
+def report(results: dict[str, Any], checked: dict[str, list[Target]]) -> str:
+    stores = results["stores"]
+    return "\n".join(
+        [
+            *size_sections(stores),
+            *fill_section(stores),
+            *scaling_section(stores),
+            *lost_updates_section(stores),
+            *stdio_section(stores, results["stdio_sdk_minimal"]),
+            *rss_section(stores),
+            *targets_section(checked),
+        ]
+    )
+
+
+# --- main -----------------------------------------------------------------------------------
 
 
 def environment() -> dict[str, Any]:
@@ -765,33 +981,50 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
+        "usable_cores": usable_cores(),
         "mcp": version("mcp"),
         "memctl": version("memctl"),
         "commit": commit,
     }
 
 
-async def run_benchmark(config: Config) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="memctl-bench-") as tmp:
-        results = await http_benchmark(config, Path(tmp) / "http-project")
-        (stdio_project := Path(tmp) / "stdio-project").mkdir()
-        results["stdio"] = await stdio_benchmark(stdio_project)
-    return results
+def parse_stores(text: str) -> tuple[str, ...]:
+    """`sqlite,valkey` -> ("sqlite", "valkey"); raise ValueError on an unknown or repeated name."""
+    stores = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not stores or len(set(stores)) != len(stores) or not set(stores) <= set(STORES):
+        raise ValueError(f"--stores: a comma-separated selection of {', '.join(STORES)}")
+    return stores
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Config:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="entry counts, ascending")
     parser.add_argument("--calls", type=int, default=2000, help="calls per operation and concurrency")
+    parser.add_argument("--stores", default=",".join(STORES), help="entry stores, comma-separated")
+    parser.add_argument(
+        "--rmw-writes", type=int, default=RMW_WRITES, help="applied writes that end the lost-updates run"
+    )
+    parser.add_argument(
+        "--rmw-seconds",
+        type=float,
+        help=f"lost-updates time cap per store (default {RMW_CAP_S:g}, --quick {RMW_QUICK_CAP_S:g})",
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: sizes 200,1000 and 200 calls")
     parser.add_argument("--json", type=Path, dest="json_path", help="also write every number to this file")
     args = parser.parse_args(argv)
+    try:
+        stores = parse_stores(args.stores)
+    except ValueError as exc:
+        parser.error(str(exc))
+    cap = args.rmw_seconds if args.rmw_seconds is not None else RMW_QUICK_CAP_S if args.quick else RMW_CAP_S
+    if args.rmw_writes <= 0 or cap <= 0:
+        parser.error("--rmw-writes and --rmw-seconds must be positive")
     if args.quick:
-        return Config(QUICK_SIZES, 200, args.json_path)
+        return Config(QUICK_SIZES, 200, args.json_path, stores, args.rmw_writes, cap)
     sizes = tuple(int(s) for s in args.sizes.split(","))
     if list(sizes) != sorted(set(sizes)) or sizes[0] <= 0 or args.calls <= 0:
         parser.error("--sizes must be positive and ascending, --calls positive")
-    return Config(sizes, args.calls, args.json_path)
+    return Config(sizes, args.calls, args.json_path, stores, args.rmw_writes, cap)
 
 
 def leaf_errors(exc: BaseException) -> list[BaseException]:
@@ -799,6 +1032,15 @@ def leaf_errors(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in leaf_errors(inner)]
     return [exc]
+
+
+def check_targets(results: dict[str, Any]) -> dict[str, list[Target]]:
+    """Evaluate the targets per store and record them in that store's results."""
+    checked = {}
+    for name, store in results["stores"].items():
+        checked[name] = targets(store)
+        store["targets"] = [{**asdict(t), "passed": t.passed} for t in checked[name]]
+    return checked
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -813,9 +1055,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 traceback.print_exception(error)
         return 1
-    checked = targets(results)
-    results["targets"] = [{**asdict(t), "passed": t.passed} for t in checked]
-    results["config"] = {"sizes": config.sizes, "calls": config.calls, "seed": config.seed}
+    checked = check_targets(results)
+    results["config"] = {
+        "sizes": config.sizes,
+        "calls": config.calls,
+        "stores": config.stores,
+        "rmw_sessions": RMW_SESSIONS,
+        "rmw_writes": config.rmw_writes,
+        "rmw_cap_s": config.rmw_cap_s,
+        "seed": config.seed,
+    }
     results["environment"] = environment()
     results["elapsed_s"] = time.perf_counter() - started
     print(report(results, checked))

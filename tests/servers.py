@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,3 +95,66 @@ def wait_for_ping(port: int, process: subprocess.Popen[bytes] | None = None, tim
         if time.monotonic() > deadline:
             raise RuntimeError(f"server on port {port} did not answer PING")
         time.sleep(0.05)
+
+
+def valkey_cli_binary() -> Path:
+    return valkey_server_binary().with_name("valkey-cli")
+
+
+@dataclass
+class RunningCluster:
+    nodes: list[RunningServer]
+
+    @property
+    def url(self) -> str:
+        return "valkey+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def flushall(self) -> None:
+        for node in self.nodes:
+            node.client().flushall()
+
+
+@contextmanager
+def run_cluster(size: int = 3) -> Iterator[RunningCluster]:
+    """A Valkey Cluster of `size` primaries on loopback ports, all slots assigned."""
+    binary = valkey_server_binary()
+    with ExitStack() as stack:
+        nodes = []
+        for _ in range(size):
+            workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="memctl-cluster-"))
+            nodes.append(
+                stack.enter_context(
+                    run_server(
+                        binary,
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        f"{workdir}/nodes.conf",
+                        "--cluster-node-timeout",
+                        "2000",
+                        "--cluster-port",  # the default, port + 10000, can leave the port range
+                        str(free_port()),
+                    )
+                )
+            )
+        addresses = [f"127.0.0.1:{n.port}" for n in nodes]
+        subprocess.run(
+            [
+                str(valkey_cli_binary()),
+                "--cluster",
+                "create",
+                *addresses,
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        deadline = time.monotonic() + 30
+        while any(n.client().cluster("INFO").get("cluster_state") != "ok" for n in nodes):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the test cluster did not reach cluster_state:ok")
+            time.sleep(0.1)
+        yield RunningCluster(nodes)

@@ -45,7 +45,8 @@ class Settings(BaseSettings):
     )
     entry_store: str = Field(
         "sqlite",
-        description="Entry store URL: `sqlite` (the project's .memory/), `sqlite:///path`.",
+        description="Entry store URL: `sqlite` (the project's .memory/), `sqlite:///path`, "
+        "`valkey://[user:pass@]host:port/db[?prefix=p]`, `valkeys://...` (TLS), `valkey+cluster://h:p,h:p`.",
     )
     host: str = Field("127.0.0.1", description="Address the HTTP bridge binds.")
     port: int = Field(3106, ge=0, le=65535, description="Port of the HTTP bridge (0 picks a free one).")

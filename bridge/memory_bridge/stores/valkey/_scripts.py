@@ -8,14 +8,21 @@ the scripts so no write scans), `memexp` (sorted set: id -> expiry time of entri
 TTL) and `memexpidx` (hash: id -> the index sets that entry is in), so expired entries
 can be taken out of their index sets after Valkey drops their hash.
 
+In cluster mode (`a.cluster`) a script may only touch the keys of its own slot: the
+entry's three keys, which share the hash tag `{<id>}`. Index sets, the count and the
+expiry bookkeeping live in other slots, so the script leaves them alone and returns
+what they need (`book`); the store applies that right after. Operation ids are
+reserved in their own slot before the write (see `OP_RESERVE`).
+
 Arguments arrive as one JSON object in ARGV[1]; results leave as one JSON object.
 """
 
 from __future__ import annotations
 
-__all__ = ["DELETE", "GET", "IMPORT", "SWEEP", "WRITE"]
+__all__ = ["DELETE", "GET", "IMPORT", "OP_RESERVE", "SWEEP", "WRITE"]
 
 _PRELUDE = r"""
+local book = {}
 local function to_map(flat)
   local m = {}
   for i = 1, #flat, 2 do m[flat[i]] = flat[i + 1] end
@@ -31,15 +38,48 @@ local function tags_json(t)
   if #t == 0 then return '[]' end
   return cjson.encode(t)
 end
-local function idx_remove(prefix, member, itype, project, tags_csv)
-  if itype and itype ~= '' then redis.call('SREM', prefix .. 'type:' .. itype, member) end
-  if project then redis.call('SREM', prefix .. 'project:' .. project, member) end
-  for _, tag in ipairs(split_csv(tags_csv)) do redis.call('SREM', prefix .. 'tag:' .. tag, member) end
+local function idx_remove(a, itype, project, tags_csv)
+  if a.cluster then
+    book.removed = {type = itype or '', project = project or '', tags = tags_csv or ''}
+    return
+  end
+  if itype and itype ~= '' then redis.call('SREM', a.prefix .. 'type:' .. itype, a.member) end
+  if project then redis.call('SREM', a.prefix .. 'project:' .. project, a.member) end
+  for _, tag in ipairs(split_csv(tags_csv)) do redis.call('SREM', a.prefix .. 'tag:' .. tag, a.member) end
 end
-local function idx_add(prefix, member, itype, project, tags)
-  if itype ~= '' then redis.call('SADD', prefix .. 'type:' .. itype, member) end
-  redis.call('SADD', prefix .. 'project:' .. project, member)
-  for _, tag in ipairs(tags) do redis.call('SADD', prefix .. 'tag:' .. tag, member) end
+local function idx_add(a, itype, project, tags)
+  if a.cluster then
+    book.added = {type = itype, project = project, tags = table.concat(tags, ',')}
+    return
+  end
+  if itype ~= '' then redis.call('SADD', a.prefix .. 'type:' .. itype, a.member) end
+  redis.call('SADD', a.prefix .. 'project:' .. project, a.member)
+  for _, tag in ipairs(tags) do redis.call('SADD', a.prefix .. 'tag:' .. tag, a.member) end
+end
+local function count_by(a, delta)
+  if a.cluster then book.count = (book.count or 0) + delta else redis.call('INCRBY', KEYS[5], delta) end
+end
+local function expiry_track(a, at, itype, project, tags_csv)
+  local info = cjson.encode({type = itype, project = project, tags = tags_csv})
+  if a.cluster then book.expiry = {at = at, info = info} return end
+  redis.call('ZADD', KEYS[6], at, a.id)
+  redis.call('HSET', KEYS[7], a.id, info)
+end
+local function expiry_untrack(a)
+  if a.cluster then book.expiry = false return end
+  redis.call('ZREM', KEYS[6], a.id)
+  redis.call('HDEL', KEYS[7], a.id)
+end
+-- An entry that expired but was not swept yet: take it out of its indexes and the count.
+local function forget_expired(a)
+  if a.cluster then book.stale_check = true return end
+  local info = redis.call('HGET', KEYS[7], a.id)
+  if info then
+    local i = cjson.decode(info)
+    idx_remove(a, i.type, i.project, i.tags)
+    count_by(a, -1)
+    expiry_untrack(a)
+  end
 end
 local function snapshot(title, body, itype, tags, source, project, updated, operation, rev)
   return '{"title":' .. cjson.encode(title) .. ',"body":' .. cjson.encode(body)
@@ -52,29 +92,22 @@ local function push_snapshot(key, json, max_versions)
   redis.call('LPUSH', key, json)
   redis.call('LTRIM', key, 0, max_versions - 1)
 end
--- An entry that expired but was not swept yet: take it out of its indexes and the count.
-local function forget_expired(a, member, memcount, memexpidx, memexp)
-  local info = redis.call('HGET', memexpidx, a.id)
-  if info then
-    local i = cjson.decode(info)
-    idx_remove(a.prefix, member, i.type, i.project, i.tags)
-    redis.call('DECR', memcount)
-    redis.call('HDEL', memexpidx, a.id)
-    redis.call('ZREM', memexp, a.id)
-  end
+local function reply(a, result)
+  if a.cluster then result.book = book end
+  return cjson.encode(result)
 end
 """
 
-# KEYS: mem, memver, memrev, memop (or a placeholder), memcount, memexp, memexpidx
-# ARGV[1]: {id, title, body, type, tags, source, project, ttl (0 = none), if_version (-1 = none),
-#           op_id ("" = none), stamp, now, max_versions, op_ttl, rollback (-1 = plain set), prefix}
+# KEYS: mem, memver, memrev, memop (a same-slot placeholder in cluster mode)
+#       and, outside cluster mode, memcount, memexp, memexpidx
+# ARGV[1]: {id, member, title, body, type, tags, source, project, ttl (0 = none),
+#           if_version (-1 = none), op_id ("" = none), stamp, now, max_versions, op_ttl,
+#           rollback (-1 = plain set), prefix, cluster}
 WRITE = (
     _PRELUDE
     + r"""
 local a = cjson.decode(ARGV[1])
 local mem, memver, memrev, memop = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local memcount, memexp, memexpidx = KEYS[5], KEYS[6], KEYS[7]
-local member = 'mem:' .. a.id
 local label = ''
 local restored_from = ''
 if a.rollback >= 0 then
@@ -91,7 +124,7 @@ if a.rollback >= 0 then
   label = 'rollback_to_' .. a.rollback
   restored_from = type(snap.updated) == 'string' and snap.updated or 'unknown'
 end
-if a.op_id ~= '' then
+if a.op_id ~= '' and not a.cluster then
   local rec = redis.call('HGETALL', memop)
   if #rec > 0 then
     local r = to_map(rec)
@@ -107,10 +140,10 @@ local prev = to_map(redis.call('HGETALL', mem))
 local is_new = prev.title == nil
 local operation = label ~= '' and label or (is_new and 'created' or 'modified')
 if is_new then
-  forget_expired(a, member, memcount, memexpidx, memexp)
-  redis.call('INCR', memcount)
+  forget_expired(a)
+  count_by(a, 1)
 else
-  idx_remove(a.prefix, member, prev.type, prev.project, prev.tags)
+  idx_remove(a, prev.type, prev.project, prev.tags)
 end
 local rev = redis.call('INCR', memrev)
 local ttl_field
@@ -126,42 +159,38 @@ redis.call('HSET', mem, 'title', a.title, 'body', a.body, 'type', a.type, 'tags'
   'source', a.source, 'project', a.project, 'updated', a.stamp,
   'hits', is_new and '0' or (prev.hits or '0'), 'ttl', ttl_field,
   'created', is_new and a.stamp or (prev.created or a.stamp))
-idx_add(a.prefix, member, a.type, a.project, a.tags)
+idx_add(a, a.type, a.project, a.tags)
 push_snapshot(memver, snapshot(a.title, a.body, a.type, a.tags, a.source, a.project, a.stamp, operation, rev),
   a.max_versions)
-local idx_info = cjson.encode({type = a.type, project = a.project, tags = tags_csv})
 if a.rollback >= 0 then
-  if redis.call('PTTL', mem) > 0 then redis.call('HSET', memexpidx, a.id, idx_info) end
+  local pttl = redis.call('PTTL', mem)
+  if pttl > 0 then expiry_track(a, a.now + pttl / 1000, a.type, a.project, tags_csv) end
 elseif a.ttl > 0 then
   redis.call('EXPIRE', mem, a.ttl)
   redis.call('EXPIRE', memver, a.ttl)
   redis.call('EXPIRE', memrev, a.ttl)
-  redis.call('ZADD', memexp, a.now + a.ttl, a.id)
-  redis.call('HSET', memexpidx, a.id, idx_info)
+  expiry_track(a, a.now + a.ttl, a.type, a.project, tags_csv)
 else
   redis.call('PERSIST', mem)
   redis.call('PERSIST', memver)
   redis.call('PERSIST', memrev)
-  redis.call('ZREM', memexp, a.id)
-  redis.call('HDEL', memexpidx, a.id)
+  expiry_untrack(a)
 end
-if a.op_id ~= '' then
+if a.op_id ~= '' and not a.cluster then
   redis.call('HSET', memop, 'memory_id', a.id, 'revision', rev, 'action', operation)
   redis.call('EXPIRE', memop, a.op_ttl)
 end
-return cjson.encode({
-  status = 'applied', operation = operation, revision = rev, restored_from = restored_from
-})
+return reply(a, {status = 'applied', operation = operation, revision = rev, restored_from = restored_from})
 """
 )
 
-# KEYS: mem, memver, memrev, memcount, memexp, memexpidx
-# ARGV[1]: {id, stamp, max_versions, prefix}
+# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp, memexpidx
+# ARGV[1]: {id, member, stamp, max_versions, prefix, cluster}
 DELETE = (
     _PRELUDE
     + r"""
 local a = cjson.decode(ARGV[1])
-local mem, memver, memrev, memcount, memexp, memexpidx = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local mem, memver, memrev = KEYS[1], KEYS[2], KEYS[3]
 local prev = to_map(redis.call('HGETALL', mem))
 if prev.title == nil then return cjson.encode({status = 'not_found'}) end
 local rev = redis.call('INCR', memrev)
@@ -169,12 +198,11 @@ push_snapshot(memver, snapshot(prev.title, prev.body or '', prev.type or '', spl
   prev.source or 'unknown', prev.project or '', a.stamp, 'deleted', rev), a.max_versions)
 redis.call('PERSIST', memver)
 redis.call('PERSIST', memrev)
-idx_remove(a.prefix, 'mem:' .. a.id, prev.type, prev.project, prev.tags)
+idx_remove(a, prev.type, prev.project, prev.tags)
 redis.call('DEL', mem)
-redis.call('DECR', memcount)
-redis.call('ZREM', memexp, a.id)
-redis.call('HDEL', memexpidx, a.id)
-return cjson.encode({status = 'ok', revision = rev})
+count_by(a, -1)
+expiry_untrack(a)
+return reply(a, {status = 'ok', revision = rev})
 """
 )
 
@@ -189,7 +217,7 @@ local rev = tonumber(redis.call('GET', KEYS[2]) or '0')
 return {flat, hits, rev}
 """
 
-# KEYS: memexp, memexpidx, memcount
+# KEYS: memexp, memexpidx, memcount (single-node mode only; cluster mode sweeps client-side)
 # ARGV[1]: {now, prefix, batch}
 SWEEP = (
     _PRELUDE
@@ -202,7 +230,8 @@ for _, id in ipairs(ids) do
     local info = redis.call('HGET', KEYS[2], id)
     if info then
       local i = cjson.decode(info)
-      idx_remove(a.prefix, 'mem:' .. id, i.type, i.project, i.tags)
+      a.member = 'mem:' .. id
+      idx_remove(a, i.type, i.project, i.tags)
       redis.call('DECR', KEYS[3])
       dropped = dropped + 1
     end
@@ -214,37 +243,32 @@ return dropped
 """
 )
 
-# KEYS: mem, memver, memrev, memcount, memexp, memexpidx
-# ARGV[1]: {id, entry ({title, body, type, tags, source, project, created, updated, hits, ttl} or false),
-#           revision, history (newest first), expires_at_ms (0 = none), prefix}
+# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp, memexpidx
+# ARGV[1]: {id, member, entry ({title, body, type, tags, source, project, created, updated, hits, ttl}
+#           or false), revision, history (newest first), expires_at_ms (0 = none), prefix, cluster}
 IMPORT = (
     _PRELUDE
     + r"""
 local a = cjson.decode(ARGV[1])
-local mem, memver, memrev, memcount, memexp, memexpidx = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local member = 'mem:' .. a.id
+local mem, memver, memrev = KEYS[1], KEYS[2], KEYS[3]
 local prev = to_map(redis.call('HGETALL', mem))
 if prev.title ~= nil then
-  idx_remove(a.prefix, member, prev.type, prev.project, prev.tags)
-  redis.call('DECR', memcount)
+  idx_remove(a, prev.type, prev.project, prev.tags)
+  count_by(a, -1)
 else
-  forget_expired(a, member, memcount, memexpidx, memexp)
+  forget_expired(a)
 end
 redis.call('DEL', mem, memver, memrev)
-redis.call('ZREM', memexp, a.id)
-redis.call('HDEL', memexpidx, a.id)
+expiry_untrack(a)
 local e = a.entry
 if e then
   local tags_csv = table.concat(e.tags, ',')
   redis.call('HSET', mem, 'title', e.title, 'body', e.body, 'type', e.type, 'tags', tags_csv,
     'source', e.source, 'project', e.project, 'created', e.created, 'updated', e.updated,
     'hits', tostring(e.hits), 'ttl', e.ttl)
-  idx_add(a.prefix, member, e.type, e.project, e.tags)
-  redis.call('INCR', memcount)
-  if a.expires_at_ms > 0 then
-    redis.call('ZADD', memexp, a.expires_at_ms / 1000, a.id)
-    redis.call('HSET', memexpidx, a.id, cjson.encode({type = e.type, project = e.project, tags = tags_csv}))
-  end
+  idx_add(a, e.type, e.project, e.tags)
+  count_by(a, 1)
+  if a.expires_at_ms > 0 then expiry_track(a, a.expires_at_ms / 1000, e.type, e.project, tags_csv) end
 end
 if a.revision > 0 then redis.call('SET', memrev, a.revision) end
 if #a.history > 0 then redis.call('RPUSH', memver, unpack(a.history)) end
@@ -253,6 +277,22 @@ if e and a.expires_at_ms > 0 then
   redis.call('PEXPIREAT', memver, a.expires_at_ms)
   redis.call('PEXPIREAT', memrev, a.expires_at_ms)
 end
-return 1
+return reply(a, {status = 'ok'})
 """
 )
+
+# Cluster mode: reserve an operation id in its own slot before the entry's write.
+# KEYS: memop; ARGV[1]: {id, pending_ttl}
+OP_RESERVE = r"""
+local a = cjson.decode(ARGV[1])
+local rec = redis.call('HGETALL', KEYS[1])
+if #rec > 0 then
+  local r = {}
+  for i = 1, #rec, 2 do r[rec[i]] = rec[i + 1] end
+  return cjson.encode({status = 'recorded', memory_id = r.memory_id, revision = tonumber(r.revision or '0'),
+    action = r.action or '', state = r.state or 'done'})
+end
+redis.call('HSET', KEYS[1], 'memory_id', a.id, 'state', 'pending')
+redis.call('EXPIRE', KEYS[1], a.pending_ttl)
+return cjson.encode({status = 'reserved'})
+"""
