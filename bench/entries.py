@@ -393,8 +393,8 @@ async def drive(bridge: HttpBridge, sessions: Sequence[S], call: Call[S], total:
             tasks.start_soon(worker, session)
     wall = time.perf_counter() - started
     run = Run(latencies, wall, bridge.cpu_seconds() - bridge_cpu, time.process_time() - client_cpu)
-    if store_cpu is not None:
-        run.store_cpu_s = (bridge.store_cpu_seconds() or 0.0) - store_cpu
+    if store_cpu is not None and (store_cpu_after := bridge.store_cpu_seconds()) is not None:
+        run.store_cpu_s = store_cpu_after - store_cpu
     return run
 
 
@@ -615,8 +615,8 @@ def cpu_ceiling(summary: dict[str, Any], cores: int) -> float:
     The client, the bridge and valkey-server each run one event loop, so each is held to
     about one core (SQLite's work in the bridge's threads aside); together they share `cores`.
     """
-    per_process = [
-        summary[key]
+    per_process: list[float] = [
+        float(summary[key])
         for key in ("client_cpu_ms_per_call", "bridge_cpu_ms_per_call", "store_cpu_ms_per_call")
         if summary[key]
     ]

@@ -16,13 +16,10 @@ import functools
 import json
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
-
-import anyio.to_thread
 
 from ..._errors import NotFound, StoreError, StoreUnavailable
 from .._base import (
@@ -38,7 +35,7 @@ from .._base import (
 )
 from .._clock import format_instant
 from .._query import query_terms
-from ._errors import map_sqlite_errors
+from ._db import Database
 from ._match import match_expression
 from ._schema import migrate
 
@@ -91,37 +88,9 @@ class SqliteEntryStore:
         self.url = f"sqlite:///{path}"
         self._max_versions = max_versions
         self._operation_ttl = operation_ttl
-        self._clock = clock
-        self._lock = threading.Lock()
-        with map_sqlite_errors("open", str(path)):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._conn.execute("PRAGMA foreign_keys = ON")
-            migrate(self._conn, str(path))
-
-    # -- plumbing ---------------------------------------------------------------------------
-
-    async def _read(self, operation: str, fn: Callable[[sqlite3.Connection, float], T]) -> T:
-        return await anyio.to_thread.run_sync(self._run, operation, fn, False)
-
-    async def _write(self, operation: str, fn: Callable[[sqlite3.Connection, float], T]) -> T:
-        return await anyio.to_thread.run_sync(self._run, operation, fn, True)
-
-    def _run(self, operation: str, fn: Callable[[sqlite3.Connection, float], T], write: bool) -> T:
-        with self._lock, map_sqlite_errors(operation, str(self.path)):
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                result = fn(conn, self._clock())
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return result
+        self._db = Database(path, migrate, busy_timeout=busy_timeout, clock=clock)
+        self._read = self._db.read
+        self._write = self._db.write
 
     # -- shared steps inside one transaction -----------------------------------------------
 
@@ -585,5 +554,4 @@ class SqliteEntryStore:
         await self.count()
 
     async def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._db.close()

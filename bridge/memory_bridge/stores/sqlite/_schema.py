@@ -10,7 +10,7 @@ import sqlite3
 
 from ..._errors import ConfigError
 
-__all__ = ["SCHEMA_VERSION", "migrate"]
+__all__ = ["SCHEMA_VERSION", "migrate", "run_migrations"]
 
 _MIGRATIONS: tuple[str, ...] = (
     # 1: versioned entries (memory-mcp's mem:, memver:, memrev:, memop:, and the indexes)
@@ -96,20 +96,25 @@ def _current_version(conn: sqlite3.Connection) -> int:
 
 
 def migrate(conn: sqlite3.Connection, path: str) -> int:
-    """Bring the database to SCHEMA_VERSION; return the version it had before."""
+    """Bring the entry database to SCHEMA_VERSION; return the version it had before."""
+    return run_migrations(conn, path, _MIGRATIONS)
+
+
+def run_migrations(conn: sqlite3.Connection, path: str, migrations: tuple[str, ...]) -> int:
+    """Apply the migrations the database lacks, each in its own transaction."""
     before = _current_version(conn)
-    if before > SCHEMA_VERSION:
+    if before > len(migrations):
         raise ConfigError(
             f"{path}: store schema version {before} is newer than this memctl supports "
-            f"({SCHEMA_VERSION}); upgrade memctl"
+            f"({len(migrations)}); upgrade memctl"
         )
-    for number in range(before + 1, SCHEMA_VERSION + 1):
+    for number in range(before + 1, len(migrations) + 1):
         conn.execute("BEGIN IMMEDIATE")
         try:
             if _current_version(conn) >= number:  # another process got there first
                 conn.execute("ROLLBACK")
                 continue
-            for statement in _split(_MIGRATIONS[number - 1]):
+            for statement in _split(migrations[number - 1]):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {number}")
             conn.execute("COMMIT")

@@ -1,0 +1,57 @@
+"""Sentence embeddings: a local ONNX model (no torch, no network) or an
+OpenAI-compatible endpoint (Ollama, LM Studio, vLLM); loaded lazily."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Embedder", "LazyEmbedder"]
+
+Vector = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    name: str  # recorded with every vector: a different name means re-embedding
+    dimension: int
+
+    def embed_documents(self, texts: list[str]) -> Vector:
+        """Unit vectors, one row per text."""
+
+    def embed_query(self, text: str) -> Vector:
+        """One unit vector."""
+
+
+class LazyEmbedder:
+    """Builds the real embedder on first use (so a stdio bridge starts fast) and
+    remembers why it could not, so search can say it is degraded."""
+
+    def __init__(self, name: str, dimension: int, factory: Callable[[], Embedder]) -> None:
+        self.name = name
+        self.dimension = dimension
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._embedder: Embedder | None = None
+        self.failure: str | None = None
+
+    def _get(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                if self.failure is not None:
+                    raise RuntimeError(self.failure)
+                try:
+                    self._embedder = self._factory()
+                except Exception as exc:  # any loader failure means: no dense search
+                    self.failure = f"embedding model {self.name} unavailable: {exc}"
+                    raise RuntimeError(self.failure) from exc
+            return self._embedder
+
+    def embed_documents(self, texts: list[str]) -> Vector:
+        return self._get().embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vector:
+        return self._get().embed_query(text)

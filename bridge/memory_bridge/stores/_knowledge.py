@@ -1,0 +1,168 @@
+"""The knowledge-store interface: slots of named documents with metadata, and retrieval.
+
+Shaped after Dify's Knowledge API (a slot is a dataset), so the embedded store and the
+Dify store answer the same calls. Names are unique within a slot: an upsert by name
+updates the document in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "METADATA_FIELDS",
+    "DocMetadata",
+    "Document",
+    "KnowledgeFilter",
+    "KnowledgeStore",
+    "SearchHit",
+    "SearchMode",
+    "SearchPage",
+    "SlotInfo",
+    "UpsertOutcome",
+]
+
+SearchMode = Literal["hybrid", "keyword", "dense", "substring"]
+
+
+@dataclass(frozen=True, slots=True)
+class DocMetadata:
+    """Per-document metadata. `scope` is the project that wrote it (always set and
+    filtered); `project_module` is the code area inside it (auth, frontend, ...)."""
+
+    atom_type: str = ""
+    tags: tuple[str, ...] = ()
+    project_module: str = ""
+    language: str = ""
+    task_type: str = ""
+    error_pattern: str = ""
+    scope: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {f.name: list(self.tags) if f.name == "tags" else getattr(self, f.name) for f in fields(self)}
+
+
+METADATA_FIELDS = tuple(f.name for f in fields(DocMetadata))
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeFilter:
+    """Metadata filters, ANDed; None means "any". Tags match exactly, all of them."""
+
+    atom_type: str | None = None
+    tags: tuple[str, ...] = ()
+    project_module: str | None = None
+    language: str | None = None
+    task_type: str | None = None
+    error_pattern: str | None = None
+    scope: str | None = None
+
+    def is_empty(self) -> bool:
+        return not self.tags and all(
+            getattr(self, f.name) is None for f in fields(self) if f.name != "tags"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SlotInfo:
+    name: str
+    id: str
+    description: str = ""
+    document_count: int = 0
+    indexing_technique: str = "high_quality"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    id: str
+    slot: str
+    name: str
+    text: str
+    enabled: bool
+    created_at: float
+    updated_at: float
+    metadata: DocMetadata = field(default_factory=DocMetadata)
+    origin: str = ""
+
+    @property
+    def word_count(self) -> int:
+        return len(self.text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertOutcome:
+    document_id: str
+    created: bool  # False: an existing document of that name was updated in place
+    changed: bool  # False: same text and metadata, nothing written
+    indexing_status: str = "completed"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """The best passage of one document for a query."""
+
+    document_id: str
+    document_name: str
+    slot: str
+    score: float
+    content: str
+    position: int
+    enabled: bool
+    metadata: DocMetadata
+    word_count: int
+    origin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    hits: list[SearchHit]
+    total: int  # matching documents before the cut to top_k
+    degraded: str | None = None  # why dense retrieval was unavailable, if it was
+
+
+@runtime_checkable
+class KnowledgeStore(Protocol):
+    url: str
+
+    async def list_slots(self) -> list[SlotInfo]:
+        """Every slot, with its document count."""
+
+    async def create_slot(self, name: str, description: str = "") -> tuple[SlotInfo, bool]:
+        """Create a slot (idempotent); returns it and whether it was new."""
+
+    async def upsert(
+        self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
+    ) -> UpsertOutcome:
+        """Create the document or update the one with that name in place."""
+
+    async def get(self, slot: str, document_id: str) -> Document | None: ...
+
+    async def find(self, slot: str, name: str) -> Document | None: ...
+
+    async def list_documents(self, slot: str, *, offset: int, limit: int) -> tuple[list[Document], int]:
+        """A page of a slot's documents (oldest first) and the slot's total."""
+
+    async def set_enabled(self, slot: str, document_id: str, enabled: bool) -> bool:
+        """Enable or disable a document; False if there is no such document."""
+
+    async def delete(self, slot: str, document_id: str) -> bool:
+        """Delete a document; False if there is no such document."""
+
+    async def search(
+        self,
+        slots: list[str],
+        query: str,
+        flt: KnowledgeFilter,
+        *,
+        top_k: int,
+        score_threshold: float | None,
+        mode: SearchMode = "hybrid",
+    ) -> SearchPage:
+        """Enabled documents of `slots` matching `flt`, best first, at most `top_k`."""
+
+    async def count(self) -> int: ...
+
+    async def ping(self) -> None: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,68 @@
+"""One SQLite database file in WAL mode, used from async code through a worker thread.
+
+Reads run in a deferred transaction, writes in `BEGIN IMMEDIATE`, one at a time per
+process; several processes on the same file serialise on SQLite's write lock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import anyio.to_thread
+
+from ._errors import map_sqlite_errors
+
+__all__ = ["Database"]
+
+T = TypeVar("T")
+Work = Callable[[sqlite3.Connection, float], T]
+
+
+class Database:
+    def __init__(
+        self,
+        path: Path,
+        migrate: Callable[[sqlite3.Connection, str], int],
+        *,
+        busy_timeout: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = path
+        self.clock = clock
+        self._lock = threading.Lock()
+        with map_sqlite_errors("open", str(path)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            migrate(self._conn, str(path))
+
+    async def read(self, operation: str, work: Work[T]) -> T:
+        return await anyio.to_thread.run_sync(self._run, operation, work, False)
+
+    async def write(self, operation: str, work: Work[T]) -> T:
+        return await anyio.to_thread.run_sync(self._run, operation, work, True)
+
+    def _run(self, operation: str, work: Work[T], write: bool) -> T:
+        with self._lock, map_sqlite_errors(operation, str(self.path)):
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                result = work(conn, self.clock())
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,73 @@
+"""Schema of the embedded knowledge store (its own database file, its own migrations)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ._schema import run_migrations
+
+__all__ = ["KNOWLEDGE_SCHEMA_VERSION", "migrate_knowledge"]
+
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+    INSERT INTO meta (key, value) VALUES ('generation', '0');
+
+    CREATE TABLE slots (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        description TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL
+    ) WITHOUT ROWID;
+
+    CREATE TABLE documents (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        slot_id TEXT NOT NULL REFERENCES slots (id),
+        name TEXT NOT NULL,
+        text TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        origin TEXT NOT NULL DEFAULT '',
+        atom_type TEXT NOT NULL DEFAULT '',
+        project_module TEXT NOT NULL DEFAULT '',
+        language TEXT NOT NULL DEFAULT '',
+        task_type TEXT NOT NULL DEFAULT '',
+        error_pattern TEXT NOT NULL DEFAULT '',
+        scope TEXT NOT NULL DEFAULT '',
+        UNIQUE (slot_id, name)
+    );
+    CREATE INDEX documents_by_slot ON documents (slot_id, enabled, atom_type);
+    CREATE INDEX documents_by_scope ON documents (scope, atom_type);
+    CREATE INDEX documents_by_error_pattern ON documents (error_pattern) WHERE error_pattern != '';
+
+    CREATE TABLE document_tags (
+        tag TEXT NOT NULL,
+        document INTEGER NOT NULL REFERENCES documents (rowid) ON DELETE CASCADE,
+        PRIMARY KEY (tag, document)
+    ) WITHOUT ROWID;
+    CREATE INDEX document_tags_by_document ON document_tags (document);
+
+    CREATE TABLE passages (
+        rowid INTEGER PRIMARY KEY,
+        document INTEGER NOT NULL REFERENCES documents (rowid) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        content TEXT NOT NULL,
+        vector BLOB,
+        model TEXT
+    );
+    CREATE INDEX passages_by_document ON passages (document, position);
+    CREATE INDEX passages_by_model ON passages (model);
+
+    CREATE VIRTUAL TABLE passages_fts USING fts5 (name, content, tokenize = 'unicode61 remove_diacritics 2');
+    """,
+)
+
+KNOWLEDGE_SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+def migrate_knowledge(conn: sqlite3.Connection, path: str) -> int:
+    """Bring the knowledge database to KNOWLEDGE_SCHEMA_VERSION; return the version it had."""
+    return run_migrations(conn, path, _MIGRATIONS)
