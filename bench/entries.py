@@ -727,11 +727,13 @@ class Target:
     value: float
     limit: float
     unit: str
-    comparison: Literal["<=", ">="] = "<="
+    comparison: Literal["<=", ">=", "=="] = "<="
     digits: int = 2
 
     @property
     def passed(self) -> bool:
+        if self.comparison == "==":
+            return self.value == self.limit
         return self.value <= self.limit if self.comparison == "<=" else self.value >= self.limit
 
     def measured(self) -> str:
@@ -769,6 +771,7 @@ def targets(results: dict[str, Any]) -> list[Target]:
             results["lost_updates"]["lost_updates"],
             0,
             "",
+            "==",  # below 0 would be as wrong: a write counted twice, or applied unreported
             digits=0,
         ),
     ]
