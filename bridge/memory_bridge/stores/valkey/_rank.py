@@ -28,12 +28,19 @@ def _fields(entry: Entry) -> dict[str, list[str]]:
     }
 
 
+def _may_match(entry: Entry, terms: list[str]) -> bool:
+    text = " ".join((entry.title, entry.id, " ".join(entry.tags), entry.body)).lower()
+    return any(term in text for term in terms)
+
+
 def _matches(field_words: list[str], term: str) -> int:
     return sum(1 for word in field_words if word.startswith(term))
 
 
 def rank(entries: Sequence[Entry], terms: list[str]) -> tuple[list[Entry], Literal["all", "any"]]:
     """Entries with every term, best first; if none has them all, those with any term."""
+    # A prefix of a word is a substring of the text: skip entries that cannot match at all.
+    entries = [e for e in entries if _may_match(e, terms)]
     indexed = [(entry, _fields(entry)) for entry in entries]
     hits: list[dict[str, dict[str, int]]] = [
         {term: {name: _matches(field, term) for name, field in fields.items()} for term in terms}
