@@ -15,7 +15,7 @@ from ._http import build_http_app, is_loopback
 from ._metrics import Metrics
 from ._server import build_server
 from ._settings import Settings
-from .stores._url import open_entry_store
+from .stores._url import open_entry_store, open_knowledge_store
 from .tools._state import AppState
 
 __all__ = ["open_state", "run_bridge", "serve_http", "serve_stdio"]
@@ -28,21 +28,31 @@ async def open_state(settings: Settings) -> AsyncIterator[AppState]:
     """Open the store for the settings' project, sweep expired entries while it is open."""
     store = open_entry_store(settings)
     try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_sweep_forever, store_state := AppState(settings, store, Metrics()))
-            yield store_state
-            tasks.cancel_scope.cancel()
+        knowledge = open_knowledge_store(settings)
+        try:
+            state = AppState(settings, store, Metrics(), knowledge)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(_sweep_forever, state)
+                yield state
+                tasks.cancel_scope.cancel()
+        finally:
+            await knowledge.close()
     finally:
         await store.close()
 
 
 async def _sweep_forever(state: AppState) -> None:
+    """Drop expired entries; re-embed passages a model change left behind."""
     while True:
         try:
             await state.store.sweep()
         except StoreError as exc:
             log.warning("sweeping expired entries failed: %s", exc)
         await anyio.sleep(state.settings.sweep_interval_seconds)
+        try:
+            await state.knowledge.upkeep()
+        except StoreError as exc:
+            log.warning("knowledge upkeep failed: %s", exc)
 
 
 async def serve_stdio(settings: Settings) -> None:

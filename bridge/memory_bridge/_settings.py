@@ -48,6 +48,33 @@ class Settings(BaseSettings):
         description="Entry store URL: `sqlite` (the project's .memory/), `sqlite:///path`, "
         "`valkey://[user:pass@]host:port/db[?prefix=p]`, `valkeys://...` (TLS), `valkey+cluster://h:p,h:p`.",
     )
+    knowledge_store: str = Field(
+        "sqlite", description="Knowledge store URL: `sqlite` (the project's .memory/) or `sqlite:///path`."
+    )
+    scope: str = Field(
+        "",
+        description="The project's name in knowledge memory, written on every document and used to filter "
+        "searches (default: the project directory's name).",
+    )
+    slots: list[str] = Field(
+        default_factory=lambda: ["daily", "knowledge", "plans", "investigations", "self_improvement"],
+        description="Knowledge slots created on first use.",
+    )
+    embedding_model: Literal["minilm", "none"] = Field(
+        "minilm",
+        description="Dense retrieval: `minilm` (all-MiniLM-L6-v2, bundled, CPU) or `none` (keywords only).",
+    )
+    embedding_url: str | None = Field(
+        None,
+        description="OpenAI-compatible embeddings endpoint (e.g. http://127.0.0.1:11434/v1) used instead of "
+        "the bundled model.",
+    )
+    embedding_endpoint_model: str = Field("nomic-embed-text", description="Model name sent to embedding_url.")
+    embedding_threads: int = Field(2, gt=0, le=64, description="CPU threads for the bundled model.")
+    max_results: int = Field(8, gt=0, le=50, description="Default number of search_memory records.")
+    absorb_max_file_bytes: int = Field(500_000, gt=0, description="Largest file absorb_files reads.")
+    absorb_default_dataset: str = Field("knowledge", description="Slot absorb_files writes to by default.")
+    audit_lore_stale_days: int = Field(90, gt=0, description="Age at which audit_memory flags project-lore.")
     host: str = Field("127.0.0.1", description="Address the HTTP bridge binds.")
     port: int = Field(3106, ge=0, le=65535, description="Port of the HTTP bridge (0 picks a free one).")
     token_file: Path | None = Field(None, description="File holding the bearer token (mode 0600).")
@@ -118,6 +145,10 @@ class Settings(BaseSettings):
     @property
     def memory_dir(self) -> Path:
         return self.project / MEMORY_DIR
+
+    @property
+    def project_scope(self) -> str:
+        return self.scope or self.project.name or "default"
 
     def bearer_token(self) -> SecretStr | None:
         """The token from token_file, else auth_token, else None (auth off)."""

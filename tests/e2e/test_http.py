@@ -17,6 +17,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
+from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
+
 from ..bridges import HttpBridge, bridge_env, free_port, http_bridge
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -75,7 +77,7 @@ async def test_save_and_search_over_both_protocol_eras(bridge: HttpBridge, mode:
             "memory_history",
             "memory_rollback",
             "memory_prune_candidates",
-        }
+        } | set(KNOWLEDGE_TOOLS)
         entry_id = f"runbook-{mode}"
         saved = payload(await client.call_tool("memory_set", {**ENTRY, "id": entry_id}))
         assert saved["ok"] is True and saved["revision"] >= 1

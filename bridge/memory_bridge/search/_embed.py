@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy loads with the model, not with the bridge (stdio start stays fast)
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
 
 __all__ = ["Embedder", "LazyEmbedder"]
-
-Vector = npt.NDArray[np.float32]
 
 
 class Embedder(Protocol):
@@ -20,10 +21,10 @@ class Embedder(Protocol):
     dimension: int
 
     def embed_documents(self, texts: list[str]) -> Vector:
-        """Unit vectors, one row per text."""
+        """float32 unit vectors, one row per text."""
 
     def embed_query(self, text: str) -> Vector:
-        """One unit vector."""
+        """One float32 unit vector."""
 
 
 class LazyEmbedder:

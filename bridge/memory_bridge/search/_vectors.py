@@ -38,12 +38,17 @@ class VectorIndex:
             vectors.append(np.frombuffer(blob, dtype=np.float32))
         self._passages = np.array(passages, dtype=np.int64)
         self._documents = np.array(documents, dtype=np.int64)
+        if vectors:
+            self.dimension = len(vectors[0])
         empty = np.empty((0, self.dimension), dtype=np.float32)
         self._matrix = np.vstack(vectors).astype(np.float32) if vectors else empty
         self._alive = np.ones(len(passages), dtype=bool)
         self.generation = generation
 
     def add(self, passages: list[int], document: int, vectors: Vector) -> None:
+        if not self._alive.any():
+            self.dimension = vectors.shape[1]
+            self._matrix = np.empty((0, self.dimension), dtype=np.float32)
         self._passages = np.concatenate([self._passages, np.array(passages, dtype=np.int64)])
         self._documents = np.concatenate([self._documents, np.full(len(passages), document, dtype=np.int64)])
         self._matrix = np.vstack([self._matrix, vectors.astype(np.float32)])

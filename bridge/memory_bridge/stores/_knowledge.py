@@ -59,9 +59,7 @@ class KnowledgeFilter:
     scope: str | None = None
 
     def is_empty(self) -> bool:
-        return not self.tags and all(
-            getattr(self, f.name) is None for f in fields(self) if f.name != "tags"
-        )
+        return not self.tags and all(getattr(self, f.name) is None for f in fields(self) if f.name != "tags")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +160,9 @@ class KnowledgeStore(Protocol):
         """Enabled documents of `slots` matching `flt`, best first, at most `top_k`."""
 
     async def count(self) -> int: ...
+
+    async def upkeep(self) -> int:
+        """Background work (re-embedding after a model change); returns items handled."""
 
     async def ping(self) -> None: ...
 

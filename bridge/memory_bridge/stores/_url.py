@@ -7,21 +7,24 @@ from urllib.parse import urlsplit
 
 from .._errors import ConfigError
 from .._settings import Settings
+from ..search._embed import LazyEmbedder
 from ._base import EntryStore
+from ._knowledge import KnowledgeStore
 
-__all__ = ["open_entry_store", "sqlite_path"]
+__all__ = ["open_entry_store", "open_knowledge_store", "sqlite_path"]
 
 _ENTRY_DB = "entries.db"
+_KNOWLEDGE_DB = "knowledge.db"
 
 
-def sqlite_path(settings: Settings) -> Path:
-    """Where the embedded entry store of these settings lives."""
-    url = settings.entry_store
+def sqlite_path(settings: Settings, url: str | None = None, default_name: str = _ENTRY_DB) -> Path:
+    """Where an embedded store of these settings lives (the entry store by default)."""
+    url = settings.entry_store if url is None else url
     if url == "sqlite":
-        return settings.memory_dir / _ENTRY_DB
+        return settings.memory_dir / default_name
     parts = urlsplit(url)
     if parts.scheme != "sqlite" or parts.netloc or not parts.path:
-        raise ConfigError(f"entry store {url!r}: expected `sqlite` or `sqlite:///absolute/path`")
+        raise ConfigError(f"store {url!r}: expected `sqlite` or `sqlite:///absolute/path`")
     return Path(parts.path)
 
 
@@ -50,4 +53,29 @@ def open_entry_store(settings: Settings) -> EntryStore:
         sqlite_path(settings),
         max_versions=settings.max_versions_per_entry,
         operation_ttl=settings.operation_id_ttl_seconds,
+    )
+
+
+def _embedder(settings: Settings) -> LazyEmbedder | None:
+    if settings.embedding_url:
+        from ..search._openai import endpoint_embedder
+
+        return endpoint_embedder(settings.embedding_url, settings.embedding_endpoint_model)
+    if settings.embedding_model == "none":
+        return None
+    from ..search._onnx import MINILM_DIMENSION, MINILM_NAME, load_minilm
+
+    return LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(settings.embedding_threads))
+
+
+def open_knowledge_store(settings: Settings) -> KnowledgeStore:
+    """Open the knowledge store the settings name (creating and migrating it if needed)."""
+    url = settings.knowledge_store
+    scheme = urlsplit(url).scheme or url
+    if scheme != "sqlite":
+        raise ConfigError(f"knowledge store scheme {scheme!r} is not supported; use sqlite or sqlite:///path")
+    from .sqlite._knowledge import SqliteKnowledgeStore
+
+    return SqliteKnowledgeStore(
+        sqlite_path(settings, url, _KNOWLEDGE_DB), embedder=_embedder(settings), default_slots=settings.slots
     )

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
-import json
 import time
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, ParamSpec
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .._errors import StoreError
 from ..core import _entries as ops
 from ..core._fields import (
     Body,
@@ -30,6 +25,7 @@ from ..core._fields import (
     Title,
 )
 from ..stores._base import EntryWrite
+from ._register import ToolResult, tool_registrar
 from ._state import AppState
 
 __all__ = ["ENTRY_TOOLS", "register_entry_tools"]
@@ -45,9 +41,6 @@ ENTRY_TOOLS = (
     "memory_prune_candidates",
 )
 
-P = ParamSpec("P")
-ToolResult = dict[str, Any]
-ToolFn = Callable[..., Awaitable[ToolResult]]
 
 _READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -60,42 +53,10 @@ _DESTRUCTIVE = ToolAnnotations(
 )
 
 
-def error_result(message: str) -> CallToolResult:
-    """memory-mcp's in-band error object (compact JSON), flagged as an error result."""
-    text = json.dumps({"error": message}, separators=(",", ":"), ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-
-
-def _store_errors_as_results(
-    fn: Callable[P, Awaitable[ToolResult]],
-) -> Callable[P, Awaitable[ToolResult]]:
-    """Let a store error reach the agent as `{"error": "..."}`, as memory-mcp answers it."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-        try:
-            return await fn(*args, **kwargs)
-        except StoreError as exc:
-            return error_result(str(exc))
-
-    return wrapper
-
-
 def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
     """Add the entry tools to `mcp`, serving `state.store`."""
     settings = state.settings
-
-    def tool(title: str, annotations: ToolAnnotations) -> Callable[[ToolFn], ToolFn]:
-        def register(fn: ToolFn) -> ToolFn:
-            mcp.add_tool(
-                _store_errors_as_results(fn),
-                title=title,
-                description=inspect.cleandoc(fn.__doc__ or ""),
-                annotations=annotations,
-            )
-            return fn
-
-        return register
+    tool = tool_registrar(mcp)
 
     @tool("Search memory entries", _READ_ONLY)
     async def memory_search(

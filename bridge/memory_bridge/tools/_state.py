@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .._metrics import Metrics
 from .._settings import Settings
 from ..stores._base import EntryStore
+from ..stores._knowledge import KnowledgeStore
 
 __all__ = ["AppState"]
 
@@ -16,3 +17,4 @@ class AppState:
     settings: Settings
     store: EntryStore
     metrics: Metrics
+    knowledge: KnowledgeStore

@@ -11,6 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from memctl.cli import cli
+from memory_bridge.tools._entries import ENTRY_TOOLS
+from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
 
 from ...bridges import bridge_env
 
@@ -37,7 +39,7 @@ def test_up_provisions_and_round_trips_through_a_real_client(tmp_path: Path) -> 
     )
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
-    assert report["ok"] is True and report["tools"] == 8
+    assert report["ok"] is True and report["tools"] == len(ENTRY_TOOLS) + len(KNOWLEDGE_TOOLS)
     assert report["found"] == "memctl/setup" and report["saved"] == "created"
     assert report["mcp_json"]["mcpServers"]["memory"]["args"] == ["serve", "--project", str(tmp_path)]
     again = subprocess.run(

@@ -1,0 +1,332 @@
+"""The knowledge operations behind search_memory, recall_lessons, save_lesson and friends.
+
+Result shapes follow Local Dify MCP Memory (its spec, section 4) with its known flaws
+fixed: every record names its document id, slot, score and metadata; every write is
+redacted and carries the project's `scope`; a default search finds what this project
+saved; lessons upsert by a deterministic name; a failing ladder rung is reported, not
+fatal; an unknown slot is an error, never a fallback.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .._errors import InvalidInput, NotFound, StoreError
+from ..stores._clock import now_instant
+from ..stores._knowledge import DocMetadata, KnowledgeFilter, KnowledgeStore, SearchHit
+from ._fence import fence
+from ._redact import redact
+
+__all__ = [
+    "ATOM_TYPES",
+    "KnowledgeContext",
+    "lesson_name",
+    "recall_lessons",
+    "save_lesson",
+    "save_to_dataset",
+    "search_memory",
+    "slugify",
+    "supersede",
+    "write_memory",
+]
+
+ATOM_TYPES = (
+    "decision",
+    "bug-root-cause",
+    "feedback-rule",
+    "project-lore",
+    "reference",
+    "pattern-gotcha",
+    "self-improvement-lesson",
+    "plan",
+)
+LESSON_TYPE = "self-improvement-lesson"
+LESSON_SLOT = "self_improvement"
+_LADDER_DROPS = ("error_pattern", "language", "task_type")
+_ALL_SCOPES = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeContext:
+    """What the operations need besides the store."""
+
+    store: KnowledgeStore
+    scope: str
+    max_results: int = 8
+
+
+def slugify(text: str, *, limit: int = 60) -> str:
+    """Lower-case ASCII words joined by '-'; text in any script keeps a stable, distinct
+    name (non-ASCII letters become their code points) instead of collapsing to 'untitled'."""
+    out: list[str] = []
+    for char in unicodedata.normalize("NFKD", text.lower()):
+        if char.isascii() and char.isalnum():
+            out.append(char)
+        elif char.isalnum():
+            out.append(f"u{ord(char):x}")
+        elif unicodedata.category(char) != "Mn":
+            out.append("-")
+    slug = re.sub(r"-+", "-", "".join(out)).strip("-")[:limit].strip("-")
+    return slug or "untitled"
+
+
+def _filter_of(filters: dict[str, Any] | None, scope: str) -> tuple[KnowledgeFilter, dict[str, str] | None]:
+    """Caller filters plus the injected project scope (unless the caller set `scope`)."""
+    given = dict(filters or {})
+    injected = None
+    if "scope" not in given:
+        given["scope"] = scope
+        injected = {"scope": scope}
+    if given.get("scope") == _ALL_SCOPES:
+        given.pop("scope")
+    tags = given.pop("tags", None)
+    tag_list = tuple(
+        t.strip() for t in (tags.split(",") if isinstance(tags, str) else tags or ()) if t.strip()
+    )
+    return KnowledgeFilter(tags=tag_list, **given), injected
+
+
+def _record(hit: SearchHit, slot_ids: dict[str, str]) -> dict[str, Any]:
+    return {
+        "datasetId": slot_ids.get(hit.slot, hit.slot),
+        "slot": hit.slot,
+        "score": hit.score,
+        "segmentId": f"{hit.document_id}:{hit.position}",
+        "documentId": hit.document_id,
+        "documentName": hit.document_name,
+        "position": hit.position,
+        "status": "completed",
+        "enabled": hit.enabled,
+        "keywords": [],
+        "wordCount": hit.word_count,
+        "metadata": hit.metadata.to_dict(),
+        "content": fence(hit.content, hit.origin or "memory"),
+    }
+
+
+async def _slot_ids(store: KnowledgeStore) -> dict[str, str]:
+    return {slot.name: slot.id for slot in await store.list_slots()}
+
+
+async def resolve_slot(store: KnowledgeStore, name_or_id: str) -> str:
+    """The slot name for a name or id; an unknown one is an error naming the known slots."""
+    slots = await store.list_slots()
+    for slot in slots:
+        if name_or_id in (slot.name, slot.id):
+            return slot.name
+    known = ", ".join(s.name for s in slots)
+    raise InvalidInput("dataset", f"unknown slot {name_or_id!r} (known: {known})")
+
+
+async def search_memory(
+    ctx: KnowledgeContext,
+    *,
+    query: str,
+    datasets: list[str] | None,
+    filters: dict[str, Any] | None,
+    score_threshold: float | None,
+    max_results: int | None,
+) -> dict[str, Any]:
+    slot_ids = await _slot_ids(ctx.store)
+    names = [await resolve_slot(ctx.store, d) for d in datasets] if datasets else list(slot_ids)
+    flt, injected = _filter_of(filters, ctx.scope)
+    limit = max_results or ctx.max_results
+    page = await ctx.store.search(names, query, flt, top_k=limit, score_threshold=score_threshold)
+    result: dict[str, Any] = {
+        "query": query,
+        "datasetsSearched": names,
+        "filters": filters,
+        "injectedFilters": injected,
+        "scoreThreshold": score_threshold,
+        "errors": [],
+        "totalRecords": page.total,
+        "records": [_record(hit, slot_ids) for hit in page.hits],
+    }
+    if page.degraded:
+        result["degraded"] = page.degraded
+    return result
+
+
+def _rungs(base: dict[str, str]) -> list[dict[str, str]]:
+    rungs = [dict(base)]
+    current = dict(base)
+    for field in _LADDER_DROPS:
+        current.pop(field, None)
+        if current != rungs[-1]:
+            rungs.append(dict(current))
+    return rungs
+
+
+async def recall_lessons(
+    ctx: KnowledgeContext,
+    *,
+    query: str,
+    facets: dict[str, str],
+    tags: list[str] | None,
+    include_knowledge: bool,
+    score_threshold: float,
+    max_results: int,
+) -> dict[str, Any]:
+    """The seed's fall-back ladder: strict filters first, then drop error_pattern,
+    language and task_type in turn (project_module, tags and scope are never dropped);
+    stop once min(3, max_results) lessons are found."""
+    slot_ids = await _slot_ids(ctx.store)
+    if LESSON_SLOT not in slot_ids:
+        raise InvalidInput("dataset", f"the {LESSON_SLOT} slot does not exist; create it with create_dataset")
+    base = {"atom_type": LESSON_TYPE, **{k: v for k, v in facets.items() if v}}
+    enough = min(3, max_results)
+    hits: list[tuple[int, SearchHit]] = []
+    seen: set[str] = set()
+    ladder: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    for index, rung in enumerate(_rungs(base)):
+        flt = replace(KnowledgeFilter(**rung, tags=tuple(tags or ())), scope=ctx.scope)
+        try:
+            page = await ctx.store.search(
+                [LESSON_SLOT], query, flt, top_k=max_results, score_threshold=score_threshold
+            )
+        except StoreError as exc:
+            errors.append({"rung": index, "filters": rung, "error": str(exc)})
+            continue
+        added = [hit for hit in page.hits if hit.document_id not in seen]
+        seen.update(hit.document_id for hit in added)
+        hits += [(index, hit) for hit in added]
+        if added:
+            ladder.append({"filters": rung, "added": len(added)})
+        if len(hits) >= enough:
+            break
+    hits.sort(key=lambda item: (item[0], -item[1].score))
+    lessons = [{"kind": "lesson", "rungIndex": i, **_record(hit, slot_ids)} for i, hit in hits[:max_results]]
+    supplementary: list[dict[str, Any]] = []
+    module = facets.get("project_module")
+    if include_knowledge and module and "knowledge" in slot_ids:
+        for atom_type in ("bug-root-cause", "feedback-rule"):
+            flt = KnowledgeFilter(atom_type=atom_type, project_module=module, scope=ctx.scope)
+            try:
+                page = await ctx.store.search(
+                    ["knowledge"], query, flt, top_k=1, score_threshold=score_threshold
+                )
+            except StoreError as exc:
+                errors.append({"supplementary": atom_type, "error": str(exc)})
+                continue
+            supplementary += [{"kind": "knowledge", **_record(hit, slot_ids)} for hit in page.hits[:1]]
+    return {
+        "query": query,
+        "lessonDataset": LESSON_SLOT,
+        "ladderUsed": ladder,
+        "injectedFilters": {"scope": ctx.scope},
+        "scoreThreshold": score_threshold,
+        "lessonHits": len(lessons),
+        "supplementaryHits": len(supplementary),
+        "totalRecords": len(lessons) + len(supplementary),
+        "errors": errors,
+        "records": lessons + supplementary,
+    }
+
+
+def _metadata(given: dict[str, Any] | None, scope: str) -> DocMetadata:
+    fields = dict(given or {})
+    tags = fields.pop("tags", ())
+    tag_list = tuple(t.strip() for t in (tags.split(",") if isinstance(tags, str) else tags) if t.strip())
+    return DocMetadata(
+        tags=tuple(dict.fromkeys(tag_list)), scope=scope, **{k: str(v).strip() for k, v in fields.items()}
+    )
+
+
+async def _upsert(
+    ctx: KnowledgeContext, slot: str, name: str, text: str, metadata: DocMetadata, origin: str
+) -> dict[str, Any]:
+    name = name.strip()
+    if not name:
+        raise InvalidInput("name", "must not be empty")
+    slot_name = await resolve_slot(ctx.store, slot)
+    outcome = await ctx.store.upsert(slot_name, name, redact(text), metadata, origin=origin)
+    return {
+        "ok": True,
+        "documentOk": True,
+        "metadataOk": True,
+        "name": name,
+        "slot": slot_name,
+        "datasetId": (await _slot_ids(ctx.store))[slot_name],
+        "documentId": outcome.document_id,
+        "created": outcome.created,
+        "changed": outcome.changed,
+        "indexingStatus": outcome.indexing_status,
+    }
+
+
+async def save_to_dataset(
+    ctx: KnowledgeContext, *, dataset: str, name: str, text: str, metadata: dict[str, Any] | None
+) -> dict[str, Any]:
+    return await _upsert(ctx, dataset, name, text, _metadata(metadata, ctx.scope), "save_to_dataset")
+
+
+def lesson_name(scope: str, project_module: str, error_pattern: str) -> str:
+    """The one document a lesson lives in: the same error pattern updates it."""
+    return f"lesson-{slugify(scope)}-{slugify(project_module)}-{slugify(error_pattern, limit=80)}.md"
+
+
+async def save_lesson(
+    ctx: KnowledgeContext,
+    *,
+    title: str,
+    body: str,
+    metadata: dict[str, str],
+    tags: list[str] | None,
+    evidence: str | None,
+) -> dict[str, Any]:
+    tag_list = list(tags) if tags else [t.strip() for t in metadata.get("tags", "").split(",") if t.strip()]
+    facets = {
+        k: metadata.get(k, "").strip() for k in ("project_module", "language", "task_type", "error_pattern")
+    }
+    lines = [f"# {title}", "", f"- type: {LESSON_TYPE}"]
+    if tag_list:
+        lines.append(f"- tags: [{', '.join(tag_list)}]")
+    lines += [f"- {k}: {v}" for k, v in facets.items() if v]
+    lines += [f"- updated_at_utc: {now_instant()}", "", body.strip()]
+    if evidence:
+        lines += ["", f"evidence: {evidence.strip()}"]
+    doc_metadata = DocMetadata(
+        atom_type=LESSON_TYPE, tags=tuple(dict.fromkeys(tag_list)), scope=ctx.scope, **facets
+    )
+    name = lesson_name(ctx.scope, facets["project_module"], facets["error_pattern"])
+    result = await _upsert(ctx, LESSON_SLOT, name, "\n".join(lines) + "\n", doc_metadata, "save_lesson")
+    return {**result, "datasetSlot": LESSON_SLOT}
+
+
+async def supersede(ctx: KnowledgeContext, slot: str, document_id: str, action: str) -> dict[str, Any]:
+    if action == "delete":
+        done = await ctx.store.delete(slot, document_id)
+    else:
+        done = await ctx.store.set_enabled(slot, document_id, False)
+    if not done:
+        raise NotFound(f"document {document_id} not found in slot {slot}")
+    return {"documentId": document_id, "action": action, "result": "ok"}
+
+
+async def write_memory(
+    ctx: KnowledgeContext,
+    *,
+    name: str,
+    text: str,
+    dataset: str,
+    supersedes: str | None,
+    action: str,
+    require_supersedes: bool,
+) -> dict[str, Any]:
+    """Write a document; with `supersedes`, retire an older one in the same slot.
+
+    The superseded document is checked first, so a wrong id fails before anything is
+    written (memory-mcp's seed left a duplicate behind in that case)."""
+    slot = await resolve_slot(ctx.store, dataset)
+    if supersedes is not None and await ctx.store.get(slot, supersedes) is None:
+        raise NotFound(f"document {supersedes} (to supersede) not found in slot {slot}")
+    if require_supersedes and supersedes is None:
+        raise InvalidInput("supersedes", "is required")
+    result = await _upsert(ctx, slot, name, text, DocMetadata(scope=ctx.scope), "write_memory")
+    if supersedes is not None and supersedes != result["documentId"]:
+        result["supersedes"] = await supersede(ctx, slot, supersedes, action)
+    return result

@@ -1,0 +1,594 @@
+"""Knowledge memory in one SQLite file: slots, documents, FTS5 keywords and dense vectors.
+
+A document is split into passages; each passage is indexed by FTS5 (BM25) and, when
+an embedding model is available, by a vector kept in the database and mirrored in an
+in-memory matrix. Search fuses the two per document (best passage): 0.7 x cosine +
+0.3 x BM25 normalised to the best keyword hit, the weights Dify's hybrid search uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from ..._errors import InvalidInput
+from ...search._chunk import chunk_text
+from ...search._embed import Embedder, LazyEmbedder
+from .._knowledge import (
+    DocMetadata,
+    Document,
+    KnowledgeFilter,
+    SearchHit,
+    SearchMode,
+    SearchPage,
+    SlotInfo,
+    UpsertOutcome,
+)
+from .._query import query_terms
+from ._db import Database
+from ._knowledge_schema import migrate_knowledge
+from ._match import match_expression
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ...search._vectors import VectorIndex
+
+__all__ = ["SqliteKnowledgeStore"]
+
+VECTOR_WEIGHT = 0.7
+KEYWORD_WEIGHT = 0.3
+_KEYWORD_CANDIDATES = 200
+_DENSE_CANDIDATES = 2000
+_DOC_COLUMNS = (
+    "d.rowid, d.id, s.name, d.name, d.text, d.enabled, d.created_at, d.updated_at, d.origin, "
+    "d.atom_type, d.project_module, d.language, d.task_type, d.error_pattern, d.scope"
+)
+_SCALAR_FILTERS = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
+
+
+def _sha(text: str, metadata: DocMetadata) -> str:
+    payload = json.dumps([text, metadata.to_dict()], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _tags(conn: sqlite3.Connection, rowid: int) -> tuple[str, ...]:
+    return tuple(
+        r[0] for r in conn.execute("SELECT tag FROM document_tags WHERE document = ? ORDER BY tag", (rowid,))
+    )
+
+
+def _document(conn: sqlite3.Connection, row: Sequence[Any]) -> Document:
+    metadata = DocMetadata(
+        atom_type=row[9],
+        tags=_tags(conn, row[0]),
+        project_module=row[10],
+        language=row[11],
+        task_type=row[12],
+        error_pattern=row[13],
+        scope=row[14],
+    )
+    return Document(
+        id=row[1],
+        slot=row[2],
+        name=row[3],
+        text=row[4],
+        enabled=bool(row[5]),
+        created_at=row[6],
+        updated_at=row[7],
+        metadata=metadata,
+        origin=row[8],
+    )
+
+
+def _filter_sql(flt: KnowledgeFilter) -> tuple[list[str], list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    for name in _SCALAR_FILTERS:
+        value = getattr(flt, name)
+        if value is not None:
+            clauses.append(f"d.{name} = ?")
+            params.append(value)
+    for tag in flt.tags:
+        clauses.append("d.rowid IN (SELECT document FROM document_tags WHERE tag = ?)")
+        params.append(tag)
+    return clauses, params
+
+
+class SqliteKnowledgeStore:
+    """The embedded knowledge store (no server, no network)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        embedder: Embedder | LazyEmbedder | None,
+        default_slots: Sequence[str] = (),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        self.embedder = embedder
+        self._db = Database(path, migrate_knowledge, clock=clock)
+        self._index: VectorIndex | None = None  # built on first search (numpy loads then)
+        self._index_lock = threading.Lock()
+        self._default_slots = tuple(default_slots)
+        self._slots_ready = False
+
+    # -- slots ------------------------------------------------------------------------------
+
+    async def _ensure_default_slots(self) -> None:
+        if not self._slots_ready:
+            for name in self._default_slots:
+                await self.create_slot(name)
+            self._slots_ready = True
+
+    def _slot_id(self, conn: sqlite3.Connection, slot: str) -> str:
+        row = conn.execute("SELECT id FROM slots WHERE name = ? OR id = ?", (slot, slot)).fetchone()
+        if row is None:
+            known = ", ".join(r[0] for r in conn.execute("SELECT name FROM slots ORDER BY name"))
+            raise InvalidInput("dataset", f"unknown slot {slot!r} (known: {known})")
+        return str(row[0])
+
+    async def list_slots(self) -> list[SlotInfo]:
+        await self._ensure_default_slots()
+
+        def run(conn: sqlite3.Connection, now: float) -> list[SlotInfo]:
+            rows = conn.execute(
+                "SELECT s.name, s.id, s.description, count(d.rowid) FROM slots AS s"
+                " LEFT JOIN documents AS d ON d.slot_id = s.id GROUP BY s.id ORDER BY s.created_at, s.name"
+            ).fetchall()
+            return [SlotInfo(name=r[0], id=r[1], description=r[2], document_count=int(r[3])) for r in rows]
+
+        return await self._db.read("list_datasets", run)
+
+    async def create_slot(self, name: str, description: str = "") -> tuple[SlotInfo, bool]:
+        def run(conn: sqlite3.Connection, now: float) -> tuple[SlotInfo, bool]:
+            row = conn.execute("SELECT id, description FROM slots WHERE name = ?", (name,)).fetchone()
+            if row is not None:
+                count = conn.execute(
+                    "SELECT count(*) FROM documents WHERE slot_id = ?", (row[0],)
+                ).fetchone()[0]
+                return SlotInfo(name, row[0], row[1], int(count)), False
+            slot_id = str(uuid.uuid4())
+            conn.execute(
+                "INSERT INTO slots (id, name, description, created_at) VALUES (?, ?, ?, ?)",
+                (slot_id, name, description, now),
+            )
+            return SlotInfo(name, slot_id, description, 0), True
+
+        return await self._db.write("create_dataset", run)
+
+    # -- documents --------------------------------------------------------------------------
+
+    def _bump_generation(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute(
+            "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation' RETURNING value"
+        ).fetchone()
+        return int(row[0])
+
+    def _embed(self, name: str, passages: list[str]) -> np.ndarray | None:
+        if self.embedder is None:
+            return None
+        texts = [f"{name}\n\n{passages[0]}", *passages[1:]]
+        try:
+            return self.embedder.embed_documents(texts)
+        except RuntimeError:  # the model could not load: keyword search still works
+            return None
+
+    async def upsert(
+        self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
+    ) -> UpsertOutcome:
+        await self._ensure_default_slots()
+        passages = chunk_text(text)
+        digest = _sha(text, metadata)
+        vectors = await anyio.to_thread.run_sync(self._embed, name, passages)
+
+        def run(conn: sqlite3.Connection, now: float) -> UpsertOutcome:
+            slot_id = self._slot_id(conn, slot)
+            existing = conn.execute(
+                "SELECT rowid, id, sha256 FROM documents WHERE slot_id = ? AND name = ?", (slot_id, name)
+            ).fetchone()
+            if existing is not None and existing[2] == digest:
+                return UpsertOutcome(existing[1], created=False, changed=False)
+            values = (text, digest, now, origin, *(getattr(metadata, f) for f in _SCALAR_FILTERS))
+            if existing is None:
+                document_id = str(uuid.uuid4())
+                rowid = conn.execute(
+                    "INSERT INTO documents (id, slot_id, name, text, sha256, created_at, updated_at, origin,"
+                    " atom_type, project_module, language, task_type, error_pattern, scope)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (document_id, slot_id, name, text, digest, now, *values[2:]),
+                ).lastrowid
+                assert rowid is not None
+            else:
+                rowid, document_id = int(existing[0]), str(existing[1])
+                conn.execute(
+                    "UPDATE documents SET text = ?, sha256 = ?, updated_at = ?, origin = ?, atom_type = ?,"
+                    " project_module = ?, language = ?, task_type = ?, error_pattern = ?, scope = ?"
+                    " WHERE rowid = ?",
+                    (*values, rowid),
+                )
+                self._drop_passages(conn, rowid)
+                conn.execute("DELETE FROM document_tags WHERE document = ?", (rowid,))
+            conn.executemany(
+                "INSERT OR IGNORE INTO document_tags (tag, document) VALUES (?, ?)",
+                [(tag, rowid) for tag in metadata.tags],
+            )
+            model = self.embedder.name if vectors is not None and self.embedder is not None else None
+            passage_ids = []
+            for position, content in enumerate(passages):
+                blob = vectors[position].tobytes() if vectors is not None else None
+                passage = conn.execute(
+                    "INSERT INTO passages (document, position, content, vector, model)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (rowid, position, content, blob, model),
+                ).lastrowid
+                conn.execute(
+                    "INSERT INTO passages_fts (rowid, name, content) VALUES (?, ?, ?)",
+                    (passage, name, content),
+                )
+                passage_ids.append(int(passage or 0))
+            generation = self._bump_generation(conn)
+            self._index_update(generation, rowid, passage_ids, vectors)
+            return UpsertOutcome(document_id, created=existing is None, changed=True)
+
+        return await self._db.write("upsert", run)
+
+    def _drop_passages(self, conn: sqlite3.Connection, rowid: int) -> None:
+        ids = [r[0] for r in conn.execute("SELECT rowid FROM passages WHERE document = ?", (rowid,))]
+        conn.executemany("DELETE FROM passages_fts WHERE rowid = ?", [(i,) for i in ids])
+        conn.execute("DELETE FROM passages WHERE document = ?", (rowid,))
+
+    def _index_update(
+        self, generation: int, rowid: int, passages: list[int], vectors: np.ndarray | None
+    ) -> None:
+        """Keep the in-memory matrix in step with our own write (if it was current)."""
+        if self._index is None:
+            return
+        with self._index_lock:
+            if self._index.generation != generation - 1:
+                return  # stale anyway: the next search reloads it
+            self._index.remove_document(rowid)
+            if vectors is not None:
+                self._index.add(passages, rowid, vectors)
+            self._index.generation = generation
+
+    async def get(self, slot: str, document_id: str) -> Document | None:
+        def run(conn: sqlite3.Connection, now: float) -> Document | None:
+            slot_id = self._slot_id(conn, slot)
+            row = conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents AS d JOIN slots AS s ON s.id = d.slot_id"
+                " WHERE d.slot_id = ? AND d.id = ?",
+                (slot_id, document_id),
+            ).fetchone()
+            return None if row is None else _document(conn, row)
+
+        await self._ensure_default_slots()
+        return await self._db.read("get_document", run)
+
+    async def find(self, slot: str, name: str) -> Document | None:
+        def run(conn: sqlite3.Connection, now: float) -> Document | None:
+            slot_id = self._slot_id(conn, slot)
+            row = conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents AS d JOIN slots AS s ON s.id = d.slot_id"
+                " WHERE d.slot_id = ? AND d.name = ?",
+                (slot_id, name),
+            ).fetchone()
+            return None if row is None else _document(conn, row)
+
+        await self._ensure_default_slots()
+        return await self._db.read("find_document", run)
+
+    async def list_documents(self, slot: str, *, offset: int, limit: int) -> tuple[list[Document], int]:
+        def run(conn: sqlite3.Connection, now: float) -> tuple[list[Document], int]:
+            slot_id = self._slot_id(conn, slot)
+            total = conn.execute("SELECT count(*) FROM documents WHERE slot_id = ?", (slot_id,)).fetchone()[0]
+            rows = conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents AS d JOIN slots AS s ON s.id = d.slot_id"
+                " WHERE d.slot_id = ? ORDER BY d.created_at, d.rowid LIMIT ? OFFSET ?",
+                (slot_id, limit, offset),
+            ).fetchall()
+            return [_document(conn, r) for r in rows], int(total)
+
+        await self._ensure_default_slots()
+        return await self._db.read("list_documents", run)
+
+    async def set_enabled(self, slot: str, document_id: str, enabled: bool) -> bool:
+        def run(conn: sqlite3.Connection, now: float) -> bool:
+            slot_id = self._slot_id(conn, slot)
+            changed = conn.execute(
+                "UPDATE documents SET enabled = ? WHERE slot_id = ? AND id = ?",
+                (int(enabled), slot_id, document_id),
+            ).rowcount
+            return bool(changed)
+
+        await self._ensure_default_slots()
+        return await self._db.write("enable_document" if enabled else "disable_document", run)
+
+    async def delete(self, slot: str, document_id: str) -> bool:
+        def run(conn: sqlite3.Connection, now: float) -> bool:
+            slot_id = self._slot_id(conn, slot)
+            row = conn.execute(
+                "SELECT rowid FROM documents WHERE slot_id = ? AND id = ?", (slot_id, document_id)
+            ).fetchone()
+            if row is None:
+                return False
+            self._drop_passages(conn, int(row[0]))
+            conn.execute("DELETE FROM documents WHERE rowid = ?", (row[0],))
+            generation = self._bump_generation(conn)
+            self._index_update(generation, int(row[0]), [], None)
+            return True
+
+        await self._ensure_default_slots()
+        return await self._db.write("delete_document", run)
+
+    # -- search -----------------------------------------------------------------------------
+
+    def _allowed_sql(
+        self, conn: sqlite3.Connection, slots: list[str], flt: KnowledgeFilter
+    ) -> tuple[str, list[Any]]:
+        slot_ids = [self._slot_id(conn, s) for s in slots]
+        clauses, params = _filter_sql(flt)
+        marks = ", ".join("?" for _ in slot_ids)
+        where = " AND ".join([f"d.slot_id IN ({marks})", "d.enabled = 1", *clauses])
+        return where, [*slot_ids, *params]
+
+    def _keyword(
+        self, conn: sqlite3.Connection, terms: list[str], where: str, params: list[Any]
+    ) -> dict[int, tuple[float, int]]:
+        """document rowid -> (BM25 relevance, best passage rowid)."""
+        if not terms:
+            return {}
+        rows = conn.execute(
+            "SELECT p.document, p.rowid, -bm25(passages_fts, 2.0, 1.0) AS relevance FROM passages_fts"
+            " JOIN passages AS p ON p.rowid = passages_fts.rowid JOIN documents AS d ON d.rowid = p.document"
+            f" WHERE passages_fts MATCH ? AND {where} ORDER BY relevance DESC LIMIT ?",
+            [match_expression(terms, "any"), *params, _KEYWORD_CANDIDATES],
+        ).fetchall()
+        best: dict[int, tuple[float, int]] = {}
+        for document, passage, relevance in rows:
+            if document not in best:
+                best[document] = (float(relevance), int(passage))
+        return best
+
+    def _vector_index(self, conn: sqlite3.Connection) -> VectorIndex | None:
+        if self.embedder is None:
+            return None
+        generation = int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+        with self._index_lock:
+            if self._index is None:
+                from ...search._vectors import VectorIndex
+
+                self._index = VectorIndex(self.embedder.dimension)
+            if self._index.generation != generation:
+                rows = conn.execute(
+                    "SELECT rowid, document, vector FROM passages WHERE model = ? AND vector IS NOT NULL",
+                    (self.embedder.name,),
+                )
+                self._index.load(rows, generation)
+            return self._index
+
+    def _dense(
+        self, conn: sqlite3.Connection, query_vector: np.ndarray, where: str, params: list[Any], top_k: int
+    ) -> dict[int, tuple[float, int]]:
+        index = self._vector_index(conn)
+        if index is None:
+            return {}
+        best = index.best_per_document(query_vector, limit=_DENSE_CANDIDATES)
+        allowed = self._allowed_among(conn, list(best), where, params)
+        hits = {d: v for d, v in best.items() if d in allowed}
+        if len(hits) < top_k and len(best) >= _DENSE_CANDIDATES:  # a narrow filter: search all it allows
+            every = {
+                int(r[0]) for r in conn.execute(f"SELECT d.rowid FROM documents AS d WHERE {where}", params)
+            }
+            hits = index.best_per_document(query_vector, allowed=every)
+        return hits
+
+    @staticmethod
+    def _allowed_among(
+        conn: sqlite3.Connection, rowids: list[int], where: str, params: list[Any]
+    ) -> set[int]:
+        if not rowids:
+            return set()
+        found: set[int] = set()
+        for start in range(0, len(rowids), 500):
+            chunk = rowids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            found |= {
+                int(r[0])
+                for r in conn.execute(
+                    f"SELECT d.rowid FROM documents AS d WHERE d.rowid IN ({marks}) AND {where}",
+                    [*chunk, *params],
+                )
+            }
+        return found
+
+    def _query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
+        if self.embedder is None:
+            return None, "no embedding model is configured: keyword search only"
+        try:
+            return self.embedder.embed_query(query), None
+        except RuntimeError as exc:
+            return None, f"{exc}: keyword search only"
+
+    async def search(
+        self,
+        slots: list[str],
+        query: str,
+        flt: KnowledgeFilter,
+        *,
+        top_k: int,
+        score_threshold: float | None,
+        mode: SearchMode = "hybrid",
+    ) -> SearchPage:
+        await self._ensure_default_slots()
+        degraded: str | None = None
+        query_vector = None
+        if mode in ("hybrid", "dense"):
+            query_vector, degraded = await anyio.to_thread.run_sync(self._query_vector, query)
+            if query_vector is None:
+                mode = "keyword"
+
+        def run(conn: sqlite3.Connection, now: float) -> SearchPage:
+            where, params = self._allowed_sql(conn, slots, flt)
+            if mode == "substring":
+                return self._substring(conn, query, where, params, top_k)
+            keyword = self._keyword(conn, query_terms(query), where, params) if mode != "dense" else {}
+            dense = (
+                self._dense(conn, query_vector, where, params, top_k)
+                if query_vector is not None and mode != "keyword"
+                else {}
+            )
+            best_keyword = max((v[0] for v in keyword.values()), default=0.0) or 1.0
+            scored: list[tuple[float, int, int]] = []
+            for document in keyword.keys() | dense.keys():
+                kw = keyword[document][0] / best_keyword if document in keyword else 0.0
+                vector = max(0.0, dense[document][0]) if document in dense else 0.0
+                if mode == "hybrid":
+                    score = VECTOR_WEIGHT * vector + KEYWORD_WEIGHT * kw
+                else:
+                    score = vector if mode == "dense" else kw
+                passage = dense[document][1] if document in dense else keyword[document][1]
+                if mode == "hybrid" and document in keyword and (document not in dense or kw >= vector):
+                    passage = keyword[document][1]
+                if score_threshold is None or score >= score_threshold:
+                    scored.append((score, document, passage))
+            scored.sort(key=lambda item: (-item[0], item[1]))
+            hits = [self._hit(conn, document, passage, score) for score, document, passage in scored[:top_k]]
+            return SearchPage(hits, len(scored), degraded)
+
+        return await self._db.read("search_memory", run)
+
+    def _substring(
+        self, conn: sqlite3.Connection, query: str, where: str, params: list[Any], top_k: int
+    ) -> SearchPage:
+        needle = query.lower()
+        rows = conn.execute(
+            f"SELECT d.rowid FROM documents AS d WHERE {where} AND instr(lower(d.text), ?) > 0"
+            " ORDER BY d.updated_at DESC LIMIT ?",
+            [*params, needle, top_k],
+        ).fetchall()
+        total = conn.execute(
+            f"SELECT count(*) FROM documents AS d WHERE {where} AND instr(lower(d.text), ?) > 0",
+            [*params, needle],
+        ).fetchone()[0]
+        hits = []
+        for (document,) in rows:
+            passage = conn.execute(
+                "SELECT rowid FROM passages WHERE document = ? AND instr(lower(content), ?) > 0"
+                " ORDER BY position",
+                (document, needle),
+            ).fetchone()
+            if passage is None:
+                passage = conn.execute(
+                    "SELECT rowid FROM passages WHERE document = ? ORDER BY position", (document,)
+                ).fetchone()
+            hits.append(self._hit(conn, int(document), int(passage[0]), 1.0))
+        return SearchPage(hits, int(total))
+
+    def _hit(self, conn: sqlite3.Connection, document: int, passage: int, score: float) -> SearchHit:
+        row = conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents AS d JOIN slots AS s ON s.id = d.slot_id"
+            " WHERE d.rowid = ?",
+            (document,),
+        ).fetchone()
+        doc = _document(conn, row)
+        content, position = conn.execute(
+            "SELECT content, position FROM passages WHERE rowid = ?", (passage,)
+        ).fetchone()
+        return SearchHit(
+            document_id=doc.id,
+            document_name=doc.name,
+            slot=doc.slot,
+            score=round(score, 4),
+            content=content,
+            position=int(position),
+            enabled=doc.enabled,
+            metadata=doc.metadata,
+            word_count=doc.word_count,
+            origin=doc.origin,
+        )
+
+    # -- upkeep -----------------------------------------------------------------------------
+
+    async def stale_passages(self) -> int:
+        """Passages whose vector is missing or from another model (they need re-embedding)."""
+        if self.embedder is None:
+            return 0
+        model = self.embedder.name
+
+        def run(conn: sqlite3.Connection, now: float) -> int:
+            return int(
+                conn.execute(
+                    "SELECT count(*) FROM passages WHERE model IS NULL OR model != ?", (model,)
+                ).fetchone()[0]
+            )
+
+        return await self._db.read("stale_passages", run)
+
+    async def upkeep(self) -> int:
+        """Re-embed passages written without a vector or by another model, in batches."""
+        if not await self.stale_passages():
+            return 0
+        done = 0
+        while batch := await self._reembed():
+            done += batch
+        return done
+
+    async def _reembed(self, batch: int = 64) -> int:
+        """Embed up to `batch` stale passages with the current model; return how many."""
+        if self.embedder is None:
+            return 0
+        model = self.embedder.name
+
+        def pending(conn: sqlite3.Connection, now: float) -> list[tuple[int, int, str, str]]:
+            return [
+                (int(r[0]), int(r[1]), r[2], r[3])
+                for r in conn.execute(
+                    "SELECT p.rowid, p.position, p.content, d.name FROM passages AS p"
+                    " JOIN documents AS d ON d.rowid = p.document"
+                    " WHERE p.model IS NULL OR p.model != ? LIMIT ?",
+                    (model, batch),
+                )
+            ]
+
+        rows = await self._db.read("reembed", pending)
+        if not rows:
+            return 0
+        texts = [f"{name}\n\n{content}" if position == 0 else content for _, position, content, name in rows]
+        try:
+            vectors = await anyio.to_thread.run_sync(self.embedder.embed_documents, texts)
+        except RuntimeError:
+            return 0
+
+        def store(conn: sqlite3.Connection, now: float) -> int:
+            conn.executemany(
+                "UPDATE passages SET vector = ?, model = ? WHERE rowid = ?",
+                [(vectors[i].tobytes(), model, row[0]) for i, row in enumerate(rows)],
+            )
+            self._bump_generation(conn)
+            return len(rows)
+
+        return await self._db.write("reembed", store)
+
+    async def count(self) -> int:
+        def run(conn: sqlite3.Connection, now: float) -> int:
+            return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+        return await self._db.read("count", run)
+
+    async def ping(self) -> None:
+        await self.count()
+
+    async def close(self) -> None:
+        self._db.close()
