@@ -23,3 +23,11 @@ def test_readme_and_compatibility_notes_name_every_entry_tool() -> None:
     for tool in ENTRY_TOOLS:
         assert f"`{tool}`" in readme
     assert "memory-mcp-compatibility.md" in readme
+
+
+def test_knowledge_docs_describe_every_knowledge_tool() -> None:
+    from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
+
+    text = (ROOT / "docs" / "knowledge.md").read_text() + (ROOT / "README.md").read_text()
+    missing = [tool for tool in KNOWLEDGE_TOOLS if f"`{tool}`" not in text]
+    assert missing == []
