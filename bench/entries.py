@@ -200,8 +200,13 @@ class Summary:
 
 
 def bridge_env() -> dict[str, str]:
-    """Our environment minus any MEMCTL_* / MEMORY_MCP_* settings, so the bridge runs on defaults."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
+    """Our environment minus any MEMCTL_* / MEMORY_MCP_* settings, so the bridge runs on defaults,
+    except the embedding model: background embedding of the filled entries would compete with
+    the measured calls for the two cores (memory_search's ranking by meaning is measured by
+    bench/retrieval.py)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
+    env["MEMCTL_EMBEDDING_MODEL"] = "none"
+    return env
 
 
 def serve_args(project: Path) -> list[str]:

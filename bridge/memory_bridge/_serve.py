@@ -15,24 +15,27 @@ from ._http import build_http_app, is_loopback
 from ._metrics import Metrics
 from ._server import build_server
 from ._settings import Settings
-from .stores._url import open_entry_store, open_knowledge_store
+from .stores._url import make_embedder, open_entry_store, open_knowledge_store
 from .tools._state import AppState
 
 __all__ = ["open_state", "run_bridge", "serve_http", "serve_stdio"]
 
 log = logging.getLogger("memctl.bridge")
+ENTRY_EMBED_INTERVAL_SECONDS = 2.0
 
 
 @asynccontextmanager
 async def open_state(settings: Settings) -> AsyncIterator[AppState]:
     """Open the store for the settings' project, sweep expired entries while it is open."""
-    store = open_entry_store(settings)
+    embedder = make_embedder(settings)  # one model, shared by both stores
+    store = open_entry_store(settings, embedder)
     try:
-        knowledge = open_knowledge_store(settings)
+        knowledge = open_knowledge_store(settings, embedder)
         try:
             state = AppState(settings, store, Metrics(), knowledge)
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(_sweep_forever, state)
+                tasks.start_soon(_embed_entries_forever, state)
                 yield state
                 tasks.cancel_scope.cancel()
         finally:
@@ -53,6 +56,16 @@ async def _sweep_forever(state: AppState) -> None:
             await state.knowledge.upkeep()
         except StoreError as exc:
             log.warning("knowledge upkeep failed: %s", exc)
+
+
+async def _embed_entries_forever(state: AppState) -> None:
+    """Give new and changed entries their vectors soon after they are written."""
+    while True:
+        await anyio.sleep(ENTRY_EMBED_INTERVAL_SECONDS)
+        try:
+            await state.store.upkeep()
+        except StoreError as exc:
+            log.warning("embedding entries failed: %s", exc)
 
 
 async def serve_stdio(settings: Settings) -> None:

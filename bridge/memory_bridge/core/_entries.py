@@ -113,6 +113,8 @@ async def search_entries(
     result = _paged(page, offset, params)
     if query is not None:
         result["match"] = page.match
+    if page.extra.get("degraded"):
+        result["degraded"] = page.extra["degraded"]
     return result
 
 

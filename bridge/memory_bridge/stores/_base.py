@@ -115,7 +115,7 @@ class EntryPage:
 
     entries: list[Entry]
     total: int
-    match: Literal["all", "any", "none"] = "none"
+    match: Literal["all", "any", "semantic", "none"] = "none"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -200,6 +200,9 @@ class EntryStore(Protocol):
 
     async def sweep(self) -> int:
         """Drop expired entries together with their index rows; return how many."""
+
+    async def upkeep(self) -> int:
+        """Background work (embedding new entries for memory_search); returns items handled."""
 
     def export_records(self) -> AsyncIterator[list[EntryRecord]]:
         """Every id the store knows (live or deleted), in batches."""

@@ -11,7 +11,7 @@ from ..search._embed import LazyEmbedder
 from ._base import EntryStore
 from ._knowledge import KnowledgeStore
 
-__all__ = ["open_entry_store", "open_knowledge_store", "sqlite_path"]
+__all__ = ["make_embedder", "open_entry_store", "open_knowledge_store", "sqlite_path"]
 
 _ENTRY_DB = "entries.db"
 _KNOWLEDGE_DB = "knowledge.db"
@@ -31,8 +31,10 @@ def sqlite_path(settings: Settings, url: str | None = None, default_name: str = 
 _VALKEY_SCHEMES = ("valkey", "valkeys", "redis", "rediss")
 
 
-def open_entry_store(settings: Settings) -> EntryStore:
-    """Open the entry store the settings name (creating and migrating it if needed)."""
+def open_entry_store(settings: Settings, embedder: LazyEmbedder | None = None) -> EntryStore:
+    """Open the entry store the settings name (creating and migrating it if needed).
+
+    The embedded store ranks memory_search queries by meaning too when given an embedder."""
     scheme = urlsplit(settings.entry_store).scheme or settings.entry_store
     if scheme in _VALKEY_SCHEMES:
         from .valkey._entries import ValkeyEntryStore
@@ -53,10 +55,12 @@ def open_entry_store(settings: Settings) -> EntryStore:
         sqlite_path(settings),
         max_versions=settings.max_versions_per_entry,
         operation_ttl=settings.operation_id_ttl_seconds,
+        embedder=embedder,
     )
 
 
-def _embedder(settings: Settings) -> LazyEmbedder | None:
+def make_embedder(settings: Settings) -> LazyEmbedder | None:
+    """The embedder the settings ask for (not loaded until first used)."""
     if settings.embedding_url:
         from ..search._openai import endpoint_embedder
 
@@ -68,7 +72,7 @@ def _embedder(settings: Settings) -> LazyEmbedder | None:
     return LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(settings.embedding_threads))
 
 
-def open_knowledge_store(settings: Settings) -> KnowledgeStore:
+def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = None) -> KnowledgeStore:
     """Open the knowledge store the settings name (creating and migrating it if needed)."""
     url = settings.knowledge_store
     scheme = urlsplit(url).scheme or url
@@ -77,5 +81,5 @@ def open_knowledge_store(settings: Settings) -> KnowledgeStore:
     from .sqlite._knowledge import SqliteKnowledgeStore
 
     return SqliteKnowledgeStore(
-        sqlite_path(settings, url, _KNOWLEDGE_DB), embedder=_embedder(settings), default_slots=settings.slots
+        sqlite_path(settings, url, _KNOWLEDGE_DB), embedder=embedder, default_slots=settings.slots
     )

@@ -18,10 +18,14 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import anyio.to_thread
+
 from ..._errors import NotFound, StoreError, StoreUnavailable
+from ...search._embed import Embedder, LazyEmbedder
 from .._base import (
     DeleteOutcome,
     Entry,
@@ -36,6 +40,8 @@ from .._base import (
 from .._clock import format_instant
 from .._query import query_terms
 from ._db import Database
+from ._entry_rows import ENTRY_COLUMNS, LIVE, RANK, RETURNING, entry_of
+from ._entry_semantics import EntrySemantics
 from ._match import match_expression
 from ._schema import migrate
 
@@ -43,33 +49,11 @@ __all__ = ["SqliteEntryStore"]
 
 T = TypeVar("T")
 
-_COLUMNS = ("id", "title", "body", "type", "tags", "source", "project", "created", "updated", "hits", "ttl")
-_ENTRY_COLUMNS = ", ".join(f"e.{c}" for c in _COLUMNS)
-_RETURNING = ", ".join(_COLUMNS)
-_LIVE = "(e.expires_at IS NULL OR e.expires_at > ?)"
 _SORTS: dict[str, str] = {
     "hits": "e.hits DESC, e.updated DESC, e.id",
     "updated": "e.updated DESC, e.id",
 }
 _EXPORT_BATCH = 500
-# bm25 weights per FTS column: id, title, body, tags
-_RANK = "bm25(entries_fts, 4.0, 6.0, 1.0, 4.0)"
-
-
-def _entry(row: Sequence[Any]) -> Entry:
-    return Entry(
-        id=row[0],
-        title=row[1],
-        body=row[2],
-        type=row[3],
-        tags=tuple(json.loads(row[4])),
-        source=row[5],
-        project=row[6],
-        created=row[7],
-        updated=row[8],
-        hits=int(row[9]),
-        ttl="" if row[10] is None else str(row[10]),
-    )
 
 
 class SqliteEntryStore:
@@ -83,6 +67,7 @@ class SqliteEntryStore:
         operation_ttl: int = 604_800,
         busy_timeout: float = 5.0,
         clock: Callable[[], float] = time.time,
+        embedder: Embedder | LazyEmbedder | None = None,
     ) -> None:
         self.path = path
         self.url = f"sqlite:///{path}"
@@ -91,6 +76,7 @@ class SqliteEntryStore:
         self._db = Database(path, migrate, busy_timeout=busy_timeout, clock=clock)
         self._read = self._db.read
         self._write = self._db.write
+        self._semantic = EntrySemantics(embedder) if embedder is not None else None
 
     # -- shared steps inside one transaction -----------------------------------------------
 
@@ -224,11 +210,11 @@ class SqliteEntryStore:
         def run(conn: sqlite3.Connection, now: float) -> tuple[Entry, int] | None:
             self._purge_if_expired(conn, id, now)
             row = conn.execute(
-                "UPDATE entries SET hits = hits + 1 WHERE id = ? RETURNING " + _RETURNING, (id,)
+                "UPDATE entries SET hits = hits + 1 WHERE id = ? RETURNING " + RETURNING, (id,)
             ).fetchone()
             if row is None:
                 return None
-            return _entry(row), self._revision(conn, id)
+            return entry_of(row), self._revision(conn, id)
 
         return await self._write("memory_get", run)
 
@@ -271,10 +257,10 @@ class SqliteEntryStore:
     async def delete(self, id: str) -> DeleteOutcome | None:
         def run(conn: sqlite3.Connection, now: float) -> DeleteOutcome | None:
             self._purge_if_expired(conn, id, now)
-            row = conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM entries AS e WHERE id = ?", (id,)).fetchone()
+            row = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries AS e WHERE id = ?", (id,)).fetchone()
             if row is None:
                 return None
-            entry = _entry(row)
+            entry = entry_of(row)
             revision = int(
                 conn.execute(
                     "INSERT INTO revisions (id, rev, expires_at) VALUES (?, 1, NULL)"
@@ -352,7 +338,7 @@ class SqliteEntryStore:
 
     @staticmethod
     def _filter_sql(flt: EntryFilter, now: float) -> tuple[list[str], list[Any]]:
-        clauses = [_LIVE]
+        clauses = [LIVE]
         params: list[Any] = [now]
         for tag in flt.tags:
             clauses.append("e.id IN (SELECT id FROM entry_tags WHERE tag = ?)")
@@ -380,10 +366,10 @@ class SqliteEntryStore:
         if total <= offset:
             return [], total
         rows = conn.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM {source} WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?",
+            f"SELECT {ENTRY_COLUMNS} FROM {source} WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?",
             [*params, limit, offset],
         ).fetchall()
-        return [_entry(r) for r in rows], total
+        return [entry_of(r) for r in rows], total
 
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         def run(conn: sqlite3.Connection, now: float) -> EntryPage:
@@ -402,18 +388,36 @@ class SqliteEntryStore:
                 )
                 return EntryPage(entries, total, match="all")
             source = "entries_fts JOIN entries AS e ON e.rowid = entries_fts.rowid"
-            order = f"{_RANK}, e.hits DESC, e.updated DESC, e.id"
+            order = f"{RANK}, e.hits DESC, e.updated DESC, e.id"
             mode: Literal["all", "any"]
             for mode in ("all", "any"):
                 fts_where = ["entries_fts MATCH ?", *where]
-                entries, total = self._page(
-                    conn, source, fts_where, [match_expression(terms, mode), *params], order, offset, limit
-                )
+                fts_params = [match_expression(terms, mode), *params]
+                if semantic is not None and vector is not None:
+                    page = semantic.rank_keyword_matches(
+                        conn, vector, source, fts_where, fts_params, offset, limit
+                    )
+                    if page is not None:
+                        return replace(page, match=mode, extra=extra)
+                entries, total = self._page(conn, source, fts_where, fts_params, order, offset, limit)
                 if total or len(terms) == 1:
                     break
-            return EntryPage(entries, total, match=mode)
+            if not total and semantic is not None and vector is not None:  # no word matched: by meaning
+                return replace(semantic.nearest(conn, vector, where, params, offset, limit), extra=extra)
+            return EntryPage(entries, total, match=mode, extra=extra)
 
+        semantic = self._semantic
+        vector, degraded = (None, None)
+        if semantic is not None and query and query_terms(query):
+            vector, degraded = await anyio.to_thread.run_sync(semantic.query_vector, query)
+        extra = {"degraded": degraded} if degraded else {}
         return await self._read("memory_search", run)
+
+    async def upkeep(self) -> int:
+        """Embed entries written or changed since they were last embedded."""
+        if self._semantic is None:
+            return 0
+        return await self._semantic.upkeep(self._db)
 
     async def list_entries(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
         def run(conn: sqlite3.Connection, now: float) -> EntryPage:
@@ -425,7 +429,7 @@ class SqliteEntryStore:
 
     async def prune_candidates(self, cutoff: str, *, offset: int, limit: int) -> EntryPage:
         def run(conn: sqlite3.Connection, now: float) -> EntryPage:
-            where = [_LIVE, "e.hits = 0", "e.updated < ?"]
+            where = [LIVE, "e.hits = 0", "e.updated < ?"]
             entries, total = self._page(
                 conn, "entries AS e", where, [now, cutoff], "e.updated ASC, e.id", offset, limit
             )
@@ -443,7 +447,7 @@ class SqliteEntryStore:
         def run(conn: sqlite3.Connection, now: float) -> int:
             return int(
                 conn.execute(
-                    f"SELECT count(*) FROM entries AS e WHERE e.hits = 0 AND {_LIVE}", (now,)
+                    f"SELECT count(*) FROM entries AS e WHERE e.hits = 0 AND {LIVE}", (now,)
                 ).fetchone()[0]
             )
 
@@ -487,7 +491,7 @@ class SqliteEntryStore:
         records = []
         for id in ids:
             row = conn.execute(
-                f"SELECT {_ENTRY_COLUMNS}, e.expires_at FROM entries AS e WHERE e.id = ? AND {_LIVE}",
+                f"SELECT {ENTRY_COLUMNS}, e.expires_at FROM entries AS e WHERE e.id = ? AND {LIVE}",
                 (id, now),
             ).fetchone()
             revision = conn.execute("SELECT rev, expires_at FROM revisions WHERE id = ?", (id,)).fetchone()
@@ -500,7 +504,7 @@ class SqliteEntryStore:
             records.append(
                 EntryRecord(
                     id=id,
-                    entry=None if row is None else _entry(row),
+                    entry=None if row is None else entry_of(row),
                     revision=0 if revision is None else int(revision[0]),
                     history=history,
                     expires_at=None if row is None else row[11],

@@ -85,6 +85,28 @@ _MIGRATIONS: tuple[str, ...] = (
         VALUES (new.rowid, new.id, new.title, new.body, new.tags);
     END;
     """,
+    # 2: vectors for hybrid memory_search, filled in the background (pending_vectors is the queue)
+    """
+    INSERT INTO meta (key, value) VALUES ('vector_generation', '0');
+    CREATE TABLE entry_vectors (
+        rowid INTEGER PRIMARY KEY,
+        model TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE TABLE pending_vectors (rowid INTEGER PRIMARY KEY);
+    INSERT INTO pending_vectors (rowid) SELECT rowid FROM entries;
+    CREATE TRIGGER entries_vectors_insert AFTER INSERT ON entries BEGIN
+        INSERT OR IGNORE INTO pending_vectors (rowid) VALUES (new.rowid);
+    END;
+    CREATE TRIGGER entries_vectors_update AFTER UPDATE OF title, body ON entries BEGIN
+        INSERT OR IGNORE INTO pending_vectors (rowid) VALUES (new.rowid);
+    END;
+    CREATE TRIGGER entries_vectors_delete AFTER DELETE ON entries BEGIN
+        DELETE FROM entry_vectors WHERE rowid = old.rowid;
+        DELETE FROM pending_vectors WHERE rowid = old.rowid;
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)

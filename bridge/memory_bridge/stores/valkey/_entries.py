@@ -527,6 +527,10 @@ class ValkeyEntryStore:
 
         await self._run("import", work, bulk=True)
 
+    async def upkeep(self) -> int:
+        """Nothing to do: memory_search on Valkey ranks by keywords only."""
+        return 0
+
     async def ping(self) -> None:
         async with self._call("health"):
             await self._client.ping()

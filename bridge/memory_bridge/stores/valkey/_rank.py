@@ -34,6 +34,9 @@ def _may_match(entry: Entry, terms: list[str]) -> bool:
 
 
 def _matches(field_words: list[str], term: str) -> int:
+    """Occurrences of the term as a word prefix (whole words only below three characters)."""
+    if len(term) < 3:
+        return field_words.count(term)
     return sum(1 for word in field_words if word.startswith(term))
 
 

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from memory_bridge import load_settings
 from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter
-from memory_bridge.stores._url import open_knowledge_store
+from memory_bridge.stores._url import make_embedder, open_knowledge_store
 
 from ....bridges import free_port
 
@@ -56,7 +56,7 @@ async def test_an_openai_compatible_endpoint_serves_the_vectors(
 ) -> None:
     url, calls = endpoint
     settings = load_settings(project=tmp_path, embedding_url=url, embedding_endpoint_model="tiny-bow")
-    store = open_knowledge_store(settings)
+    store = open_knowledge_store(settings, make_embedder(settings))
     try:
         await store.upsert("knowledge", "a.md", "Deploy on Fridays never.", DocMetadata(), origin="t")
         await store.upsert("knowledge", "b.md", "Keys carry the tenant.", DocMetadata(), origin="t")
@@ -72,7 +72,8 @@ async def test_an_openai_compatible_endpoint_serves_the_vectors(
 
 async def test_an_unreachable_endpoint_degrades_to_keywords(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
-    store = open_knowledge_store(load_settings(project=tmp_path, embedding_url=url))
+    settings = load_settings(project=tmp_path, embedding_url=url)
+    store = open_knowledge_store(settings, make_embedder(settings))
     try:
         await store.upsert("knowledge", "a.md", "Keys carry the tenant.", DocMetadata(), origin="t")
         page = await store.search(["knowledge"], "tenant", KnowledgeFilter(), top_k=5, score_threshold=None)
