@@ -1,7 +1,9 @@
 """memory_bridge: memctl's MCP server (the data plane)."""
 
 from ._errors import (
+    AccessDenied,
     ConfigError,
+    Conflict,
     InvalidInput,
     MemctlError,
     NotFound,
@@ -15,7 +17,9 @@ from .stores._base import Entry, EntryStore, EntryWrite
 from .stores._url import open_entry_store
 
 __all__ = [
+    "AccessDenied",
     "ConfigError",
+    "Conflict",
     "Entry",
     "EntryStore",
     "EntryWrite",

@@ -4,6 +4,8 @@
     ├── StoreError              a store operation failed; carries .operation
     │   ├── InvalidInput        bad argument: names the field and the problem
     │   ├── NotFound            the thing asked for does not exist
+    │   ├── Conflict            the store refused a change that clashes with its state
+    │   ├── AccessDenied        the store refused our credentials (check the key)
     │   └── StoreUnavailable    the store cannot be reached or used (retryable)
     └── ConfigError             settings or a store URL are wrong (at startup)
 
@@ -16,7 +18,9 @@ answers it in-band (`{"ok": false, "error": "conflict", ...}`), as memory-mcp do
 from __future__ import annotations
 
 __all__ = [
+    "AccessDenied",
     "ConfigError",
+    "Conflict",
     "InvalidInput",
     "MemctlError",
     "NotFound",
@@ -58,6 +62,14 @@ class InvalidInput(StoreError):
 
 class NotFound(StoreError):
     """The entry (or version) asked for does not exist."""
+
+
+class Conflict(StoreError):
+    """The store refused a change that clashes with its current state (e.g. a name in use)."""
+
+
+class AccessDenied(StoreError):
+    """The store refused our credentials or permissions; retrying will not help."""
 
 
 class StoreUnavailable(StoreError):

@@ -1,0 +1,390 @@
+"""Knowledge memory on Dify: each slot is a Dify dataset, each document a Dify document.
+
+- A slot is bound to a dataset id by configuration (`DIFY_DATASET_<NAME>_ID`), or found
+  by its name (`<dataset_prefix><slot>`); `create_slot` creates it and installs the
+  metadata schema, idempotently.
+- Upsert by name updates the document in place (update-by-text), never
+  create-list-delete; metadata writes read, merge and write back the whole field set,
+  because Dify replaces it.
+- Tags are stored as `,a,b,` so Dify's `contains` operator matches a whole tag
+  (`,api,` never matches `rapid-api`).
+- `high_quality` datasets are searched hybrid (0.7 vector + 0.3 keyword, Dify's
+  weighted score); `economy` ones by keyword only (scores 0), and say so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+
+from ..._errors import InvalidInput, NotFound
+from .._knowledge import (
+    METADATA_FIELDS,
+    DocMetadata,
+    Document,
+    KnowledgeFilter,
+    SearchHit,
+    SearchMode,
+    SearchPage,
+    SlotInfo,
+    UpsertOutcome,
+)
+from ._client import DifyClient
+
+__all__ = ["DifyKnowledgeStore"]
+
+_OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha")
+_SCALAR = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
+_WAIT_SECONDS = 30.0
+_SUBSTRING_CANDIDATES = 200
+
+
+@dataclass
+class _Dataset:
+    slot: str
+    id: str
+    technique: str
+    embedding_model: str | None
+    embedding_provider: str | None
+    description: str = ""
+
+
+def _sha(text: str, metadata: DocMetadata) -> str:
+    return hashlib.sha256(json.dumps([text, metadata.to_dict()], sort_keys=True).encode()).hexdigest()
+
+
+def _encode(metadata: DocMetadata, origin: str, sha: str) -> dict[str, str]:
+    values = {name: str(getattr(metadata, name)) for name in _SCALAR}
+    values["tags"] = "," + ",".join(metadata.tags) + "," if metadata.tags else ""
+    values["memctl_origin"] = origin
+    values["memctl_sha"] = sha
+    return values
+
+
+def _decode(raw: dict[str, Any] | list[Any] | None) -> dict[str, str]:
+    """Dify gives metadata as a dict (retrieve) or a list of {name, value} (document views)."""
+    if raw is None:
+        return {}
+    if isinstance(raw, list):
+        return {
+            str(item.get("name")): "" if item.get("value") is None else str(item.get("value")) for item in raw
+        }
+    return {str(k): "" if v is None else str(v) for k, v in raw.items()}
+
+
+def _metadata(values: dict[str, str]) -> DocMetadata:
+    tags = tuple(t for t in values.get("tags", "").split(",") if t)
+    return DocMetadata(tags=tags, **{name: values.get(name, "") for name in _SCALAR})
+
+
+def _conditions(flt: KnowledgeFilter) -> dict[str, Any] | None:
+    conditions: list[dict[str, Any]] = [
+        {"name": name, "comparison_operator": "is", "value": getattr(flt, name)}
+        for name in _SCALAR
+        if getattr(flt, name) is not None
+    ]
+    conditions += [
+        {"name": "tags", "comparison_operator": "contains", "value": f",{tag},"} for tag in flt.tags
+    ]
+    return {"logical_operator": "and", "conditions": conditions} if conditions else None
+
+
+class DifyKnowledgeStore:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        bindings: dict[str, str] | None = None,
+        default_slots: tuple[str, ...] | list[str] = (),
+        dataset_prefix: str = "",
+        technique: str = "high_quality",
+        wait_indexed: bool = False,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.client = DifyClient(base_url, api_key, transport=transport)
+        self.url = f"dify+{base_url}"
+        self._bindings = dict(bindings or {})
+        self._default_slots = tuple(default_slots)
+        self._prefix = dataset_prefix
+        self._technique = technique
+        self._wait_indexed = wait_indexed
+        self._datasets: dict[str, _Dataset] = {}
+        self._fields: dict[str, dict[str, str]] = {}
+        self.degraded: str | None = None
+
+    # -- slots ------------------------------------------------------------------------------
+
+    def _remember(self, slot: str, body: dict[str, Any]) -> _Dataset:
+        dataset = _Dataset(
+            slot=slot,
+            id=str(body["id"]),
+            technique=str(body.get("indexing_technique") or self._technique),
+            embedding_model=body.get("embedding_model"),
+            embedding_provider=body.get("embedding_model_provider"),
+            description=str(body.get("description") or ""),
+        )
+        self._datasets[slot] = dataset
+        return dataset
+
+    async def _lookup(self, slot: str) -> _Dataset | None:
+        if slot in self._datasets:
+            return self._datasets[slot]
+        if slot in self._bindings:
+            return self._remember(slot, await self.client.get_dataset(self._bindings[slot]))
+        for known, dataset in self._datasets.items():
+            if dataset.id == slot:
+                return self._datasets[known]
+        found = await self.client.find_dataset(self._prefix + slot)
+        return None if found is None else self._remember(slot, found)
+
+    async def _dataset(self, slot: str) -> _Dataset:
+        dataset = await self._lookup(slot)
+        if dataset is None:
+            known = ", ".join(s.name for s in await self.list_slots())
+            raise InvalidInput("dataset", f"unknown slot {slot!r} (known: {known})")
+        return dataset
+
+    async def list_slots(self) -> list[SlotInfo]:
+        names = dict.fromkeys([*self._default_slots, *self._bindings, *self._datasets])
+        slots = []
+        for name in names:
+            dataset = await self._lookup(name)
+            if dataset is None:
+                continue
+            body = await self.client.get_dataset(dataset.id)
+            slots.append(
+                SlotInfo(
+                    name,
+                    dataset.id,
+                    dataset.description,
+                    int(body.get("document_count") or 0),
+                    dataset.technique,
+                )
+            )
+        return slots
+
+    async def create_slot(self, name: str, description: str = "") -> tuple[SlotInfo, bool]:
+        existing = await self._lookup(name)
+        created = existing is None
+        dataset = existing or self._remember(
+            name, await self.client.create_dataset(self._prefix + name, description, self._technique)
+        )
+        await self._install_schema(dataset)
+        return SlotInfo(name, dataset.id, dataset.description, 0, dataset.technique), created
+
+    async def _install_schema(self, dataset: _Dataset) -> dict[str, str]:
+        """The metadata fields memctl writes; missing ones are created (idempotent)."""
+        if dataset.id in self._fields:
+            return self._fields[dataset.id]
+        fields = await self.client.metadata_fields(dataset.id)
+        for name in _OWN_FIELDS:
+            if name not in fields:
+                fields[name] = await self.client.create_metadata_field(dataset.id, name)
+        self._fields[dataset.id] = fields
+        return fields
+
+    # -- documents --------------------------------------------------------------------------
+
+    async def _wait_until(
+        self, dataset: _Dataset, document_id: str, statuses: tuple[str, ...]
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + _WAIT_SECONDS
+        while True:
+            doc = await self.client.get_document(dataset.id, document_id)
+            if doc.get("indexing_status") in statuses or doc.get("display_status") in statuses:
+                return doc
+            if doc.get("indexing_status") == "error" or time.monotonic() > deadline:
+                raise InvalidInput(
+                    "document", f"{document_id} did not become {'/'.join(statuses)}: {doc.get('error')}"
+                )
+            await anyio.sleep(0.2)
+
+    async def upsert(
+        self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
+    ) -> UpsertOutcome:
+        dataset = await self._dataset(slot)
+        fields = await self._install_schema(dataset)
+        digest = _sha(text, metadata)
+        existing = await self.client.find_document(dataset.id, name)
+        current: dict[str, str] = {}
+        if existing is not None:
+            current = _decode(existing.get("doc_metadata"))
+            if current.get("memctl_sha") == digest:
+                return UpsertOutcome(
+                    str(existing["id"]),
+                    created=False,
+                    changed=False,
+                    indexing_status=str(existing.get("indexing_status") or "completed"),
+                )
+            await self._wait_until(dataset, str(existing["id"]), ("available", "completed"))
+            result = await self.client.update_by_text(dataset.id, str(existing["id"]), name, text)
+        else:
+            result = await self.client.create_by_text(dataset.id, name, text, dataset.technique)
+        document = result["document"]
+        merged = {**current, **_encode(metadata, origin, digest)}
+        await self.client.set_metadata(
+            dataset.id,
+            str(document["id"]),
+            [{"id": fields.get(key, ""), "name": key, "value": value} for key, value in merged.items()],
+        )
+        status = str(document.get("indexing_status") or "waiting")
+        if self._wait_indexed:
+            status = str(
+                (await self._wait_until(dataset, str(document["id"]), ("completed",)))["indexing_status"]
+            )
+        return UpsertOutcome(
+            str(document["id"]), created=existing is None, changed=True, indexing_status=status
+        )
+
+    async def _document(self, dataset: _Dataset, body: dict[str, Any]) -> Document:
+        segments = await self.client.segments(dataset.id, str(body["id"]))
+        values = _decode(body.get("doc_metadata"))
+        created = float(body.get("created_at") or 0)
+        return Document(
+            id=str(body["id"]),
+            slot=dataset.slot,
+            name=str(body["name"]),
+            text="\n\n".join(str(s.get("content") or "") for s in segments),
+            enabled=bool(body.get("enabled", True)),
+            created_at=created,
+            updated_at=float(body.get("updated_at") or created),
+            metadata=_metadata(values),
+            origin=values.get("memctl_origin", ""),
+        )
+
+    async def get(self, slot: str, document_id: str) -> Document | None:
+        dataset = await self._dataset(slot)
+        try:
+            return await self._document(dataset, await self.client.get_document(dataset.id, document_id))
+        except NotFound:
+            return None
+
+    async def find(self, slot: str, name: str) -> Document | None:
+        dataset = await self._dataset(slot)
+        found = await self.client.find_document(dataset.id, name)
+        return None if found is None else await self._document(dataset, found)
+
+    async def list_documents(self, slot: str, *, offset: int, limit: int) -> tuple[list[Document], int]:
+        dataset = await self._dataset(slot)
+        bodies = [d async for d in self.client.pages(f"/datasets/{dataset.id}/documents", "list documents")]
+        bodies.sort(key=lambda d: (float(d.get("created_at") or 0), int(d.get("position") or 0)))
+        page = [await self._document(dataset, body) for body in bodies[offset : offset + limit]]
+        return page, len(bodies)
+
+    async def set_enabled(self, slot: str, document_id: str, enabled: bool) -> bool:
+        dataset = await self._dataset(slot)
+        try:  # Dify skips unknown ids silently, so look first
+            await self._wait_until(dataset, document_id, ("completed",))
+        except NotFound:
+            return False
+        await self.client.set_status(dataset.id, document_id, "enable" if enabled else "disable")
+        return True
+
+    async def delete(self, slot: str, document_id: str) -> bool:
+        dataset = await self._dataset(slot)
+        try:
+            await self.client.delete_document(dataset.id, document_id)
+        except NotFound:
+            return False
+        return True
+
+    # -- search -----------------------------------------------------------------------------
+
+    def _retrieval_model(
+        self, dataset: _Dataset, mode: SearchMode, flt: KnowledgeFilter, top_k: int, threshold: float | None
+    ) -> dict[str, Any]:
+        model: dict[str, Any] = {
+            "reranking_enable": False,
+            "top_k": top_k,
+            "score_threshold_enabled": threshold is not None,
+            "score_threshold": threshold or 0.0,
+        }
+        if dataset.technique == "economy":
+            model["search_method"] = "keyword_search"
+        elif mode == "hybrid":
+            model.update(
+                search_method="hybrid_search",
+                reranking_mode="weighted_score",
+                weights={
+                    "weight_type": "customized",
+                    "vector_setting": {
+                        "vector_weight": 0.7,
+                        "embedding_provider_name": dataset.embedding_provider,
+                        "embedding_model_name": dataset.embedding_model,
+                    },
+                    "keyword_setting": {"keyword_weight": 0.3},
+                },
+            )
+        else:
+            model["search_method"] = "semantic_search" if mode == "dense" else "full_text_search"
+        conditions = _conditions(flt)
+        if conditions is not None:
+            model["metadata_filtering_conditions"] = conditions
+        return model
+
+    async def search(
+        self,
+        slots: list[str],
+        query: str,
+        flt: KnowledgeFilter,
+        *,
+        top_k: int,
+        score_threshold: float | None,
+        mode: SearchMode = "hybrid",
+    ) -> SearchPage:
+        datasets = [await self._dataset(slot) for slot in slots]
+        best: dict[str, SearchHit] = {}
+        degraded = None
+        for dataset in datasets:
+            if dataset.technique == "economy":
+                degraded = f"Dify dataset of slot {dataset.slot} is economy (no embedding model): keyword search only"
+            fetch = max(top_k, _SUBSTRING_CANDIDATES) if mode == "substring" else top_k
+            search_mode: SearchMode = "keyword" if mode == "substring" else mode
+            model = self._retrieval_model(dataset, search_mode, flt, fetch, score_threshold)
+            for record in await self.client.retrieve(dataset.id, query[:250], model):
+                hit = self._hit(dataset, record)
+                if mode == "substring" and query.lower() not in hit.content.lower():
+                    continue
+                if hit.document_id not in best or hit.score > best[hit.document_id].score:
+                    best[hit.document_id] = hit
+        hits = sorted(best.values(), key=lambda h: -h.score)
+        return SearchPage(hits[:top_k], len(hits), degraded)
+
+    @staticmethod
+    def _hit(dataset: _Dataset, record: dict[str, Any]) -> SearchHit:
+        segment = record["segment"]
+        document = segment.get("document") or {}
+        values = _decode(document.get("doc_metadata"))
+        return SearchHit(
+            document_id=str(segment["document_id"]),
+            document_name=str(document.get("name") or ""),
+            slot=dataset.slot,
+            score=round(float(record.get("score") or 0.0), 4),
+            content=str(segment.get("content") or ""),
+            position=int(segment.get("position") or 0),
+            enabled=bool(segment.get("enabled", True)),
+            metadata=_metadata(values),
+            word_count=int(segment.get("word_count") or 0),
+            origin=values.get("memctl_origin", ""),
+        )
+
+    # -- upkeep -----------------------------------------------------------------------------
+
+    async def count(self) -> int:
+        return sum(slot.document_count for slot in await self.list_slots())
+
+    async def upkeep(self) -> int:
+        return 0
+
+    async def ping(self) -> None:
+        await self.client.ping()
+
+    async def close(self) -> None:
+        await self.client.close()
