@@ -344,7 +344,7 @@ class DifyKnowledgeStore:
         degraded = None
         for dataset in datasets:
             if dataset.technique == "economy":
-                degraded = f"Dify dataset of slot {dataset.slot} is economy (no embedding model): keyword search only"
+                degraded = f"slot {dataset.slot} is an economy Dify dataset: keyword search only"
             fetch = max(top_k, _SUBSTRING_CANDIDATES) if mode == "substring" else top_k
             search_mode: SearchMode = "keyword" if mode == "substring" else mode
             model = self._retrieval_model(dataset, search_mode, flt, fetch, score_threshold)
