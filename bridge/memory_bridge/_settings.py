@@ -8,6 +8,7 @@ environment (`MEMCTL_*`, plus memory-mcp's names as aliases), the project's
 from __future__ import annotations
 
 import os
+import re
 import stat
 from contextvars import ContextVar
 from pathlib import Path
@@ -49,8 +50,30 @@ class Settings(BaseSettings):
         "`valkey://[user:pass@]host:port/db[?prefix=p]`, `valkeys://...` (TLS), `valkey+cluster://h:p,h:p`.",
     )
     knowledge_store: str = Field(
-        "sqlite", description="Knowledge store URL: `sqlite` (the project's .memory/) or `sqlite:///path`."
+        "sqlite",
+        description="Knowledge store URL: `sqlite` (the project's .memory/), `sqlite:///path`, "
+        "`dify+https://host/v1` or `dify+http://host/v1`.",
     )
+    dify_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=_aliases("dify_api_key", "MEMCTL_DIFY_API_KEY", "DIFY_KNOWLEDGE_API_KEY"),
+        description="Dify dataset API key (prefer dify_api_key_file).",
+    )
+    dify_api_key_file: Path | None = Field(
+        None, description="File (mode 0600) holding the Dify dataset API key."
+    )
+    dify_datasets: dict[str, str] = Field(
+        default_factory=dict,
+        description="Slot name -> Dify dataset id (also from DIFY_DATASET_<NAME>_ID); "
+        "unbound slots are found by name.",
+    )
+    dify_dataset_prefix: str = Field(
+        "", max_length=20, description="Prefix of the Dify dataset names memctl creates."
+    )
+    dify_indexing_technique: Literal["high_quality", "economy"] = Field(
+        "high_quality", description="Technique of datasets memctl creates (economy: keyword search only)."
+    )
+    dify_wait_indexed: bool = Field(False, description="Let saves wait until Dify has indexed the document.")
     scope: str = Field(
         "",
         description="The project's name in knowledge memory, written on every document and used to filter "
@@ -150,6 +173,16 @@ class Settings(BaseSettings):
     def project_scope(self) -> str:
         return self.scope or self.project.name or "default"
 
+    def dify_key(self) -> SecretStr:
+        """The Dify dataset API key, from its file or the environment."""
+        if self.dify_api_key_file is not None:
+            return read_token_file(self.dify_api_key_file)
+        if self.dify_api_key is None:
+            raise ConfigError(
+                "a Dify knowledge store needs an API key: set dify_api_key_file or MEMCTL_DIFY_API_KEY"
+            )
+        return self.dify_api_key
+
     def bearer_token(self) -> SecretStr | None:
         """The token from token_file, else auth_token, else None (auth off)."""
         if self.token_file is not None:
@@ -181,6 +214,13 @@ def _project_of(flags: dict[str, Any]) -> Path:
 def load_settings(**flags: Any) -> Settings:
     """Build the settings; `flags` holds only the options the user actually gave."""
     given = {key: value for key, value in flags.items() if value is not None}
+    bound = {
+        match.group(1).lower(): value
+        for name, value in os.environ.items()
+        if (match := re.fullmatch(r"DIFY_DATASET_(.+)_ID", name)) and value
+    }
+    if bound:
+        given["dify_datasets"] = {**bound, **given.get("dify_datasets", {})}
     project = _project_of(given)
     given["project"] = project
     token = _toml_file.set(project / MEMORY_DIR / "config.toml")

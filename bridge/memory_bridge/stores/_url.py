@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
+
 from .._errors import ConfigError
 from .._settings import Settings
 from ..search._embed import LazyEmbedder
 from ._base import EntryStore
 from ._knowledge import KnowledgeStore
 
-__all__ = ["make_embedder", "open_entry_store", "open_knowledge_store", "sqlite_path"]
+__all__ = ["make_embedder", "open_dify_store", "open_entry_store", "open_knowledge_store", "sqlite_path"]
 
 _ENTRY_DB = "entries.db"
 _KNOWLEDGE_DB = "knowledge.db"
@@ -76,10 +78,33 @@ def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = Non
     """Open the knowledge store the settings name (creating and migrating it if needed)."""
     url = settings.knowledge_store
     scheme = urlsplit(url).scheme or url
+    if scheme in ("dify+https", "dify+http"):
+        return open_dify_store(settings)
     if scheme != "sqlite":
-        raise ConfigError(f"knowledge store scheme {scheme!r} is not supported; use sqlite or sqlite:///path")
+        raise ConfigError(
+            f"knowledge store scheme {scheme!r} is not supported; use sqlite, sqlite:///path or dify+https://host/v1"
+        )
     from .sqlite._knowledge import SqliteKnowledgeStore
 
     return SqliteKnowledgeStore(
         sqlite_path(settings, url, _KNOWLEDGE_DB), embedder=embedder, default_slots=settings.slots
     )
+
+
+def open_dify_store(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> KnowledgeStore:
+    """Dify behind a durable outbox, so no write is lost while Dify is down."""
+    from .dify._outbox import DurableKnowledgeStore, Outbox
+    from .dify._store import DifyKnowledgeStore
+
+    base_url = settings.knowledge_store.removeprefix("dify+")
+    remote = DifyKnowledgeStore(
+        base_url,
+        settings.dify_key().get_secret_value(),
+        bindings=settings.dify_datasets,
+        default_slots=settings.slots,
+        dataset_prefix=settings.dify_dataset_prefix,
+        technique=settings.dify_indexing_technique,
+        wait_indexed=settings.dify_wait_indexed,
+        transport=transport,
+    )
+    return DurableKnowledgeStore(remote, Outbox(settings.memory_dir / "dify-outbox.db"))
