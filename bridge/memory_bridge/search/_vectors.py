@@ -2,6 +2,8 @@
 
 Loaded from the database on first use, kept current by this process's writes, and
 reloaded when another process has written (the store bumps a generation number).
+Rows are appended into spare capacity that doubles when full, so a write costs the
+size of its own vectors, not a copy of the whole matrix.
 """
 
 from __future__ import annotations
@@ -14,21 +16,23 @@ import numpy.typing as npt
 __all__ = ["VectorIndex"]
 
 Vector = npt.NDArray[np.float32]
+Mask = npt.NDArray[np.bool_]
 
 
 class VectorIndex:
-    """Rows of (passage id, document rowid, unit vector); removed rows are masked, then compacted."""
+    """Rows of (passage id, document rowid, unit vector); removed rows are masked out."""
 
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
         self.generation = -1
+        self._size = 0
         self._passages = np.empty(0, dtype=np.int64)
         self._documents = np.empty(0, dtype=np.int64)
         self._matrix = np.empty((0, dimension), dtype=np.float32)
         self._alive = np.empty(0, dtype=bool)
 
     def __len__(self) -> int:
-        return int(self._alive.sum())
+        return int(self._alive[: self._size].sum())
 
     def load(self, rows: Iterable[tuple[int, int, bytes]], generation: int) -> None:
         passages, documents, vectors = [], [], []
@@ -36,56 +40,72 @@ class VectorIndex:
             passages.append(passage)
             documents.append(document)
             vectors.append(np.frombuffer(blob, dtype=np.float32))
-        self._passages = np.array(passages, dtype=np.int64)
-        self._documents = np.array(documents, dtype=np.int64)
         if vectors:
             self.dimension = len(vectors[0])
-        empty = np.empty((0, self.dimension), dtype=np.float32)
-        self._matrix = np.vstack(vectors).astype(np.float32) if vectors else empty
-        self._alive = np.ones(len(passages), dtype=bool)
+        self._size = len(passages)
+        self._passages = np.array(passages, dtype=np.int64)
+        self._documents = np.array(documents, dtype=np.int64)
+        self._matrix = np.vstack(vectors) if vectors else np.empty((0, self.dimension), dtype=np.float32)
+        self._alive = np.ones(self._size, dtype=bool)
         self.generation = generation
 
+    def _reserve(self, extra: int, dimension: int) -> None:
+        if self._size == 0 and dimension != self.dimension:
+            self.dimension = dimension
+            self._matrix = np.empty((0, dimension), dtype=np.float32)
+        needed = self._size + extra
+        if needed <= len(self._passages):
+            return
+        capacity = max(needed, 2 * len(self._passages), 64)
+        grow = capacity - len(self._passages)
+        self._passages = np.concatenate([self._passages, np.zeros(grow, dtype=np.int64)])
+        self._documents = np.concatenate([self._documents, np.full(grow, -1, dtype=np.int64)])
+        self._matrix = np.vstack([self._matrix, np.zeros((grow, self.dimension), dtype=np.float32)])
+        self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
+
     def add(self, passages: list[int], document: int, vectors: Vector) -> None:
-        if not self._alive.any():
-            self.dimension = vectors.shape[1]
-            self._matrix = np.empty((0, self.dimension), dtype=np.float32)
-        self._passages = np.concatenate([self._passages, np.array(passages, dtype=np.int64)])
-        self._documents = np.concatenate([self._documents, np.full(len(passages), document, dtype=np.int64)])
-        self._matrix = np.vstack([self._matrix, vectors.astype(np.float32)])
-        self._alive = np.concatenate([self._alive, np.ones(len(passages), dtype=bool)])
+        self._reserve(len(passages), int(vectors.shape[1]))
+        end = self._size + len(passages)
+        self._passages[self._size : end] = passages
+        self._documents[self._size : end] = document
+        self._matrix[self._size : end] = vectors
+        self._alive[self._size : end] = True
+        self._size = end
 
     def remove_document(self, document: int) -> None:
-        self._alive &= self._documents != document
-        if self._alive.size > 1000 and self._alive.mean() < 0.75:
-            self._compact()
+        self._alive[: self._size] &= self._documents[: self._size] != document
 
-    def _compact(self) -> None:
-        keep = self._alive
-        self._passages, self._documents = self._passages[keep], self._documents[keep]
-        self._matrix, self._alive = self._matrix[keep], self._alive[keep]
+    def rows_of(self, documents: set[int]) -> Mask:
+        """A row mask selecting the passages of `documents` (cache it per filter)."""
+        wanted = np.fromiter(documents, dtype=np.int64, count=len(documents))
+        return np.isin(self._documents[: self._size], wanted)
 
     def best_per_document(
-        self, query: Vector, *, allowed: set[int] | None = None, limit: int | None = None
+        self, query: Vector, *, rows: Mask | None = None, limit: int | None = None
     ) -> dict[int, tuple[float, int]]:
         """document rowid -> (best cosine, passage id), best documents first.
 
-        With `limit`, only documents among the top `limit` passages are returned
-        (cheap); `allowed` restricts to those documents.
+        With `limit`, only documents among the top `limit` passages are returned;
+        `rows` (from `rows_of`) restricts the search to some documents' passages.
         """
-        if not self._alive.any():
-            return {}
-        scores = self._matrix @ query
-        mask = self._alive.copy()
-        if allowed is not None:
-            mask &= np.isin(self._documents, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+        size = self._size
+        mask = self._alive[:size] if rows is None else self._alive[:size] & rows[:size]
         candidates = np.flatnonzero(mask)
+        if candidates.size == 0:
+            return {}
+        scores = (
+            self._matrix[candidates] @ query
+            if candidates.size < size // 2
+            else (self._matrix[:size] @ query)[candidates]
+        )
         if limit is not None and candidates.size > limit:
-            top = np.argpartition(-scores[candidates], limit - 1)[:limit]
-            candidates = candidates[top]
-        order = candidates[np.argsort(-scores[candidates], kind="stable")]
+            top = np.argpartition(-scores, limit - 1)[:limit]
+            candidates, scores = candidates[top], scores[top]
+        order = np.argsort(-scores, kind="stable")
         best: dict[int, tuple[float, int]] = {}
-        for row in order:
+        for index in order:
+            row = candidates[index]
             document = int(self._documents[row])
             if document not in best:
-                best[document] = (float(scores[row]), int(self._passages[row]))
+                best[document] = (float(scores[index]), int(self._passages[row]))
         return best

@@ -96,7 +96,8 @@ class EntrySemantics:
             f"SELECT e.rowid, -{RANK}, {ENTRY_COLUMNS} FROM {source} WHERE {condition}", params
         ).fetchall()
         best_keyword = max(row[1] for row in rows) or 1.0
-        similarity = self._vectors(conn).best_per_document(vector, allowed={int(row[0]) for row in rows})
+        index = self._vectors(conn)
+        similarity = index.best_per_document(vector, rows=index.rows_of({int(row[0]) for row in rows}))
         scored = [
             (
                 VECTOR_WEIGHT * max(0.0, similarity.get(int(row[0]), (0.0, 0))[0])

@@ -49,6 +49,7 @@ VECTOR_WEIGHT = 0.7
 KEYWORD_WEIGHT = 0.3
 _KEYWORD_CANDIDATES = 200
 _DENSE_CANDIDATES = 2000
+_MASK_CACHE = 32
 _DOC_COLUMNS = (
     "d.rowid, d.id, s.name, d.name, d.text, d.enabled, d.created_at, d.updated_at, d.origin, "
     "d.atom_type, d.project_module, d.language, d.task_type, d.error_pattern, d.scope"
@@ -120,6 +121,7 @@ class SqliteKnowledgeStore:
         self.embedder = embedder
         self._db = Database(path, migrate_knowledge, clock=clock)
         self._index: VectorIndex | None = None  # built on first search (numpy loads then)
+        self._row_masks: dict[tuple[str, tuple[Any, ...]], tuple[tuple[int, int], Any]] = {}
         self._index_lock = threading.Lock()
         self._default_slots = tuple(default_slots)
         self._slots_ready = False
@@ -384,34 +386,26 @@ class SqliteKnowledgeStore:
         index = self._vector_index(conn)
         if index is None:
             return {}
-        best = index.best_per_document(query_vector, limit=_DENSE_CANDIDATES)
-        allowed = self._allowed_among(conn, list(best), where, params)
-        hits = {d: v for d, v in best.items() if d in allowed}
-        if len(hits) < top_k and len(best) >= _DENSE_CANDIDATES:  # a narrow filter: search all it allows
-            every = {
-                int(r[0]) for r in conn.execute(f"SELECT d.rowid FROM documents AS d WHERE {where}", params)
-            }
-            hits = index.best_per_document(query_vector, allowed=every)
-        return hits
+        rows = self._rows_allowed(conn, index, where, params)
+        return index.best_per_document(query_vector, rows=rows, limit=_DENSE_CANDIDATES)
 
-    @staticmethod
-    def _allowed_among(
-        conn: sqlite3.Connection, rowids: list[int], where: str, params: list[Any]
-    ) -> set[int]:
-        if not rowids:
-            return set()
-        found: set[int] = set()
-        for start in range(0, len(rowids), 500):
-            chunk = rowids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            found |= {
-                int(r[0])
-                for r in conn.execute(
-                    f"SELECT d.rowid FROM documents AS d WHERE d.rowid IN ({marks}) AND {where}",
-                    [*chunk, *params],
-                )
-            }
-        return found
+    def _rows_allowed(
+        self, conn: sqlite3.Connection, index: VectorIndex, where: str, params: list[Any]
+    ) -> Any:
+        """The index rows a filter allows, cached per filter until the store changes."""
+        key = (where, tuple(params))
+        stamp = (index.generation, len(index))
+        cached = self._row_masks.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        allowed = {
+            int(r[0]) for r in conn.execute(f"SELECT d.rowid FROM documents AS d WHERE {where}", params)
+        }
+        mask = index.rows_of(allowed)
+        if len(self._row_masks) >= _MASK_CACHE:
+            self._row_masks.clear()
+        self._row_masks[key] = (stamp, mask)
+        return mask
 
     def _query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
         if self.embedder is None:

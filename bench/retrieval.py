@@ -1,0 +1,835 @@
+"""Benchmark knowledge retrieval: quality of each search mode, and latency as the store grows.
+
+Quality: ingests a labelled set of atoms into a temporary embedded knowledge store
+(SqliteKnowledgeStore with the bundled all-MiniLM-L6-v2 model) and runs every query in
+each search mode: `substring` (the baseline: memory-mcp's matching, the whole query as a
+case-insensitive substring), `keyword` (FTS5 BM25), `dense` (cosine) and `hybrid`
+(0.7 x cosine + 0.3 x BM25). Reports recall@5, recall@10 and MRR side by side.
+
+Scale: at each size N (1k, 10k, 100k by default), a fresh store holds the atoms plus
+N - len(atoms) synthetic filler documents; measures ingest rate and the latency of
+hybrid and keyword search (query embedding included), and the quality under that noise.
+Filler texts come from a pool of 2000 distinct paragraphs whose vectors are computed once
+and reused (see CachingEmbedder); ingest rate is reported for really-embedded texts only.
+
+    uv run --frozen python bench/retrieval.py --quick
+    uv run --frozen python bench/retrieval.py --json retrieval-results.json
+
+See bench/README.md for what every number means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args
+
+import anyio
+
+from memory_bridge.search._embed import Embedder, LazyEmbedder
+from memory_bridge.search._onnx import MINILM_DIMENSION, MINILM_NAME, load_minilm
+from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter, SearchMode, SearchPage
+from memory_bridge.stores.sqlite._knowledge import SqliteKnowledgeStore
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "bench" / "retrieval_data"
+DEFAULT_SIZES = (1_000, 10_000, 100_000)
+QUICK_SIZES = (1_000,)
+SLOTS = ("knowledge", "self_improvement")
+FILLER_SLOT = "knowledge"
+SCOPE = "eval"
+ORIGIN = "eval"
+METHODS: tuple[SearchMode, ...] = ("substring", "keyword", "dense", "hybrid")
+BASELINE: SearchMode = "substring"
+LATENCY_METHODS: tuple[SearchMode, ...] = ("hybrid", "keyword")
+TOP_K = 10
+CUTOFFS = (5, 10)
+POOL_SIZE = 2_000
+LATENCY_ROUNDS = 3
+SEED = 20_240_611
+EMBED_THREADS = 2
+TARGET_P95_MS = 50.0
+TARGET_INGEST_DOCS_S = 150.0
+ATOM_TYPES = ("decision", "bug-root-cause", "feedback-rule", "project-lore", "reference", "pattern-gotcha")
+
+assert set(METHODS) == set(get_args(SearchMode)), "a search mode is missing from METHODS"
+
+
+class BenchError(Exception):
+    """Something broke (bad data, a store that lost documents): the run is not a report."""
+
+
+def progress(message: str) -> None:
+    """A progress line on stderr (the report goes to stdout)."""
+    print(f"[retrieval] {message}", file=sys.stderr, flush=True)
+
+
+# --- the dataset ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Atom:
+    """One labelled document: written to `slot` under `name`."""
+
+    id: str
+    slot: str
+    name: str
+    text: str
+    metadata: DocMetadata
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query and the ids of the atoms that answer it."""
+
+    id: str
+    query: str
+    gold: tuple[str, ...]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a file, one per non-blank line."""
+    if not path.is_file():
+        raise BenchError(f"{path}: no such file")
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise BenchError(f"{path}:{number}: {exc}") from exc
+    return rows
+
+
+def atom_metadata(raw: dict[str, Any]) -> DocMetadata:
+    """The store's metadata for an atom's `metadata` object, in the `eval` scope."""
+    return DocMetadata(
+        atom_type=str(raw.get("atom_type") or ""),
+        tags=tuple(str(t) for t in raw.get("tags") or ()),
+        project_module=str(raw.get("project_module") or ""),
+        language=str(raw.get("language") or ""),
+        task_type=str(raw.get("task_type") or ""),
+        error_pattern=str(raw.get("error_pattern") or ""),
+        scope=SCOPE,
+    )
+
+
+def load_atoms(path: Path) -> list[Atom]:
+    """Atoms from a JSONL file; ids unique, names unique per slot, slots known."""
+    atoms = [
+        Atom(
+            str(r["id"]), str(r["slot"]), str(r["name"]), str(r["text"]), atom_metadata(r.get("metadata", {}))
+        )
+        for r in read_jsonl(path)
+    ]
+    if len({a.id for a in atoms}) != len(atoms):
+        raise BenchError(f"{path}: duplicate atom ids")
+    if len({(a.slot, a.name) for a in atoms}) != len(atoms):
+        raise BenchError(f"{path}: duplicate names within a slot")
+    if unknown := {a.slot for a in atoms} - set(SLOTS):
+        raise BenchError(f"{path}: unknown slots {sorted(unknown)}")
+    if not atoms:
+        raise BenchError(f"{path}: no atoms")
+    return atoms
+
+
+def load_queries(path: Path, atoms: Sequence[Atom]) -> list[Query]:
+    """Queries from a JSONL file; every gold id must be an atom."""
+    queries = [
+        Query(str(r["id"]), str(r["query"]), tuple(str(g) for g in r["gold"])) for r in read_jsonl(path)
+    ]
+    known = {a.id for a in atoms}
+    for query in queries:
+        if not query.gold or not set(query.gold) <= known:
+            raise BenchError(f"{path}: query {query.id} has no gold ids or unknown ones: {query.gold}")
+    if not queries:
+        raise BenchError(f"{path}: no queries")
+    return queries
+
+
+# --- the embedder and the filler ----------------------------------------------------------------
+
+
+def filler_name(index: int) -> str:
+    """The unique name of filler document `index`."""
+    return f"filler-{index:06d}.md"
+
+
+def cache_key(text: str) -> str:
+    """What a document text is cached under. The store embeds a document's first passage
+    as `name + "\\n\\n" + passage`, so filler texts differ by their unique name alone: their
+    key drops that prefix, and every filler document with the same pool paragraph shares the
+    vector computed for the first of them (a different name in the embedded text)."""
+    if text.startswith("filler-"):
+        return text.partition("\n\n")[2]
+    return text
+
+
+class CachingEmbedder:
+    """Delegates to an embedder and caches document vectors by text (see `cache_key`).
+
+    Queries are never cached: every embed_query call runs the model."""
+
+    def __init__(self, inner: Embedder | LazyEmbedder) -> None:
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self._inner = inner
+        self._vectors: dict[str, Vector] = {}
+        self._lock = threading.Lock()
+        self.embedded = 0  # texts that ran through the model
+        self.reused = 0  # texts answered from the cache
+
+    def embed_documents(self, texts: list[str]) -> Vector:
+        import numpy as np
+
+        keys = [cache_key(t) for t in texts]
+        with self._lock:
+            missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._vectors}
+        if missing:
+            fresh = self._inner.embed_documents(list(missing.values()))
+            with self._lock:
+                self._vectors.update(zip(missing, fresh, strict=True))
+        with self._lock:
+            self.embedded += len(missing)
+            self.reused += len(texts) - len(missing)
+            return np.stack([self._vectors[k] for k in keys]).astype(np.float32)
+
+    def embed_query(self, text: str) -> Vector:
+        return self._inner.embed_query(text)
+
+
+SUBJECTS = (
+    "the billing worker", "the ingestion pipeline", "the session cache", "the search indexer",
+    "the payments service", "the export job", "the notification queue", "the admin dashboard",
+    "the mobile client", "the report builder", "the audit logger", "the upload handler",
+    "the feature-flag service", "the metrics exporter", "the scheduler", "the API gateway",
+    "the webhook dispatcher", "the inventory sync", "the image resizer", "the email sender",
+)  # fmt: skip
+OBJECTS = (
+    "retry budget", "connection pool", "batch size", "request timeout", "schema version",
+    "rate limiter", "cache key", "lock file", "index rebuild", "backfill script", "health check",
+    "config default", "error budget", "queue depth", "thread pool", "log level", "page size",
+    "checksum", "deadline", "circuit breaker", "build matrix", "test fixture", "storage quota",
+)  # fmt: skip
+VERBS = (
+    "doubled", "reset", "skipped", "ignored", "rewrote", "validated", "throttled", "cached",
+    "retried", "dropped", "serialised", "reloaded", "sharded", "compressed", "pinned", "logged",
+)  # fmt: skip
+CONDITIONS = (
+    "the nightly run overlaps the backup window", "a tenant has more than ten thousand rows",
+    "the upstream returns a partial page", "the clock skews by a few seconds",
+    "two deploys race on the same host", "the disk is almost full", "a message arrives twice",
+    "the token expires mid-request", "the replica lags behind the primary",
+    "the feature flag is toggled at runtime", "the payload is larger than one megabyte",
+    "the locale is not English", "the worker restarts during a migration",
+)  # fmt: skip
+REASONS = (
+    "it kept the p95 under budget", "the old behaviour hid real failures", "support asked for it",
+    "the vendor changed their limits", "it removed a whole class of flaky tests",
+    "it made the on-call runbook shorter", "the previous default wasted memory",
+    "customers saw stale data otherwise", "it matches what the mobile client expects",
+)  # fmt: skip
+MODULES = ("billing", "search", "sync", "reports", "notifications", "gateway", "storage", "admin")
+TEMPLATES = (
+    "{Subject} {verb} the {object} when {condition}.",
+    "We changed the {object} in {module} because {reason}.",
+    "If {condition}, {subject} {verb} the {object}; check the {object2} first.",
+    "Do not touch the {object} of {subject} without updating the {object2}, since {reason}.",
+    "The {object} of {module} is owned by the {module2} team; {subject} only reads it.",
+    "Known issue: {subject} {verb} the {object} when {condition}, see the {module} runbook.",
+    "After the last incident we {verb} the {object} in {module} and {reason}.",
+)
+
+
+def sentence(rng: random.Random) -> str:
+    """One plausible engineering-notes sentence."""
+    subject = rng.choice(SUBJECTS)
+    words = {
+        "subject": subject,
+        "Subject": subject[0].upper() + subject[1:],
+        "verb": rng.choice(VERBS),
+        "object": rng.choice(OBJECTS),
+        "object2": rng.choice(OBJECTS),
+        "condition": rng.choice(CONDITIONS),
+        "reason": rng.choice(REASONS),
+        "module": rng.choice(MODULES),
+        "module2": rng.choice(MODULES),
+    }
+    return rng.choice(TEMPLATES).format(**words)
+
+
+def paragraph_pool(size: int, seed: int) -> list[str]:
+    """`size` distinct paragraphs of 2-5 sentences each (one passage each)."""
+    rng = random.Random(seed)
+    pool: dict[str, None] = {}
+    while len(pool) < size:
+        pool[" ".join(sentence(rng) for _ in range(rng.randint(2, 5)))] = None
+    return list(pool)
+
+
+def filler_metadata(rng: random.Random) -> DocMetadata:
+    """Plausible metadata for a filler document, in the `eval` scope."""
+    return DocMetadata(
+        atom_type=rng.choice(ATOM_TYPES),
+        tags=tuple(sorted(rng.sample(MODULES, rng.randint(0, 2)))),
+        project_module=rng.choice(MODULES),
+        language=rng.choice(("python", "typescript", "go", "sql")),
+        task_type=rng.choice(("bugfix", "feature", "review", "testing")),
+        scope=SCOPE,
+    )
+
+
+# --- the store ------------------------------------------------------------------------------
+
+
+def open_store(directory: Path, embedder: Embedder | LazyEmbedder | CachingEmbedder) -> SqliteKnowledgeStore:
+    """A fresh embedded knowledge store with the two default slots."""
+    return SqliteKnowledgeStore(directory / "knowledge.db", embedder=embedder, default_slots=SLOTS)
+
+
+async def search(store: SqliteKnowledgeStore, query: str, mode: SearchMode) -> SearchPage:
+    """One search the way the benchmark asks it: both slots, scope `eval`, top 10, no threshold."""
+    return await store.search(
+        list(SLOTS), query, KnowledgeFilter(scope=SCOPE), top_k=TOP_K, score_threshold=None, mode=mode
+    )
+
+
+@dataclass
+class IngestTiming:
+    """Upserts of one kind and the wall time they took."""
+
+    docs: int = 0
+    seconds: float = 0.0
+    docs_per_s: float | None = None
+
+    def add(self, seconds: float, docs: int = 1) -> None:
+        self.docs += docs
+        self.seconds += seconds
+        self.docs_per_s = self.docs / self.seconds if self.seconds > 0 else None
+
+
+async def timed_upsert(
+    store: SqliteKnowledgeStore, slot: str, name: str, text: str, metadata: DocMetadata
+) -> float:
+    """Upsert one new document; returns the seconds it took."""
+    start = time.perf_counter()
+    outcome = await store.upsert(slot, name, text, metadata, origin=ORIGIN)
+    elapsed = time.perf_counter() - start
+    if not outcome.created:
+        raise BenchError(f"{slot}/{name} was not created (duplicate name?)")
+    return elapsed
+
+
+async def ingest_atoms(store: SqliteKnowledgeStore, atoms: Sequence[Atom]) -> IngestTiming:
+    """Write every atom, one upsert each (embedding included)."""
+    timing = IngestTiming()
+    for atom in atoms:
+        timing.add(await timed_upsert(store, atom.slot, atom.name, atom.text, atom.metadata))
+    return timing
+
+
+# --- quality ------------------------------------------------------------------------------------
+
+
+def atom_ids(page: SearchPage, by_name: dict[tuple[str, str], str]) -> list[str | None]:
+    """The atom id of each hit, best first (None for a filler document)."""
+    return [by_name.get((hit.slot, hit.document_name)) for hit in page.hits]
+
+
+def recall_at(ranked: Sequence[str | None], gold: Sequence[str], k: int) -> float:
+    """The fraction of the gold ids among the first k results."""
+    return len(set(gold) & set(ranked[:k])) / len(gold)
+
+
+def reciprocal_rank(ranked: Sequence[str | None], gold: Sequence[str]) -> float:
+    """1 / rank of the first gold id in the results, 0 if none."""
+    return next((1 / rank for rank, found in enumerate(ranked, 1) if found in gold), 0.0)
+
+
+@dataclass
+class Quality:
+    """One method's scores, averaged over the queries, and the latencies behind them."""
+
+    recall: dict[int, float]
+    mrr: float
+    latency_ms: dict[str, float]
+    per_query: dict[str, list[str | None]] = field(default_factory=dict)
+
+
+def score(results: dict[str, list[str | None]], queries: Sequence[Query], latencies: list[float]) -> Quality:
+    """Mean recall@k and MRR of one method's ranked results (query id -> atom ids)."""
+    return Quality(
+        recall={k: statistics.fmean(recall_at(results[q.id], q.gold, k) for q in queries) for k in CUTOFFS},
+        mrr=statistics.fmean(reciprocal_rank(results[q.id], q.gold) for q in queries),
+        latency_ms=latency_summary(latencies),
+        per_query=results,
+    )
+
+
+async def run_queries(
+    store: SqliteKnowledgeStore,
+    queries: Sequence[Query],
+    mode: SearchMode,
+    by_name: dict[tuple[str, str], str],
+) -> tuple[dict[str, list[str | None]], list[float]]:
+    """Every query once in one mode: ranked atom ids per query, and latencies in ms."""
+    results: dict[str, list[str | None]] = {}
+    latencies: list[float] = []
+    for query in queries:
+        start = time.perf_counter()
+        page = await search(store, query.query, mode)
+        latencies.append((time.perf_counter() - start) * 1000)
+        results[query.id] = atom_ids(page, by_name)
+    return results, latencies
+
+
+async def quality_run(
+    atoms: Sequence[Atom], queries: Sequence[Query], embedder: CachingEmbedder
+) -> tuple[IngestTiming, dict[str, Quality]]:
+    """Ingest the atoms into a fresh store and score every method on every query."""
+    by_name = {(a.slot, a.name): a.id for a in atoms}
+    with tempfile.TemporaryDirectory(prefix="memctl-retrieval-") as directory:
+        store = open_store(Path(directory), embedder)
+        try:
+            progress(f"quality: ingesting {len(atoms)} atoms")
+            ingest = await ingest_atoms(store, atoms)
+            await warm_up(store, queries[0].query)
+            scores: dict[str, Quality] = {}
+            for mode in METHODS:
+                progress(f"quality: {len(queries)} queries, {mode}")
+                results, latencies = await run_queries(store, queries, mode, by_name)
+                scores[mode] = score(results, queries, latencies)
+        finally:
+            await store.close()
+    return ingest, scores
+
+
+async def warm_up(store: SqliteKnowledgeStore, query: str) -> float:
+    """One untimed search per method (loads the vector index); returns its ms."""
+    start = time.perf_counter()
+    for mode in METHODS:
+        await search(store, query, mode)
+    return (time.perf_counter() - start) * 1000
+
+
+# --- scale --------------------------------------------------------------------------------------
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) of sorted data, linearly interpolated."""
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def latency_summary(latencies: Sequence[float]) -> dict[str, float]:
+    """p50, p95 and max of latencies (ms)."""
+    ordered = sorted(latencies)
+    return {
+        "p50": percentile(ordered, 50),
+        "p95": percentile(ordered, 95),
+        "max": ordered[-1],
+        "samples": len(ordered),
+    }
+
+
+@dataclass
+class SizeResult:
+    """Everything measured at one store size."""
+
+    n: int
+    documents: int
+    atoms: IngestTiming
+    filler_fresh: IngestTiming
+    filler_reused: IngestTiming
+    warm_up_ms: float
+    latency_ms: dict[str, dict[str, float]]
+    quality: dict[str, dict[str, float]]
+
+
+async def fill(
+    store: SqliteKnowledgeStore, count: int, pool: Sequence[str], embedder: CachingEmbedder
+) -> tuple[IngestTiming, IngestTiming]:
+    """Write `count` filler documents (document i has pool paragraph i mod len(pool));
+    returns the timings of upserts that ran the model and of those served from the cache."""
+    rng = random.Random(SEED + 1)
+    fresh, reused = IngestTiming(), IngestTiming()
+    for index in range(count):
+        before = embedder.embedded
+        seconds = await timed_upsert(
+            store, FILLER_SLOT, filler_name(index), pool[index % len(pool)], filler_metadata(rng)
+        )
+        (fresh if embedder.embedded > before else reused).add(seconds)
+        if (index + 1) % 5_000 == 0:
+            progress(f"  filler {index + 1}/{count}")
+    return fresh, reused
+
+
+async def measure_latency(
+    store: SqliteKnowledgeStore, queries: Sequence[Query], by_name: dict[tuple[str, str], str]
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """Latency percentiles (all queries, LATENCY_ROUNDS rounds) and quality per method."""
+    latency: dict[str, dict[str, float]] = {}
+    quality: dict[str, dict[str, float]] = {}
+    for mode in LATENCY_METHODS:
+        samples: list[float] = []
+        results: dict[str, list[str | None]] = {}
+        for _ in range(LATENCY_ROUNDS):
+            results, latencies = await run_queries(store, queries, mode, by_name)
+            samples += latencies
+        measured = score(results, queries, samples)
+        latency[mode] = measured.latency_ms
+        quality[mode] = {**{f"recall@{k}": v for k, v in measured.recall.items()}, "mrr": measured.mrr}
+    return latency, quality
+
+
+async def size_run(
+    n: int, atoms: Sequence[Atom], queries: Sequence[Query], pool: Sequence[str], embedder: CachingEmbedder
+) -> SizeResult:
+    """A fresh store of n documents (the atoms and filler), then the search measurements."""
+    by_name = {(a.slot, a.name): a.id for a in atoms}
+    with tempfile.TemporaryDirectory(prefix="memctl-retrieval-") as directory:
+        store = open_store(Path(directory), embedder)
+        try:
+            progress(f"scale {n}: {len(atoms)} atoms + {n - len(atoms)} filler")
+            atom_timing = await ingest_atoms(store, atoms)
+            fresh, reused = await fill(store, n - len(atoms), pool, embedder)
+            documents = await store.count()
+            if documents != n:
+                raise BenchError(f"the store holds {documents} documents, expected {n}")
+            warm = await warm_up(store, queries[0].query)
+            progress(f"scale {n}: searching")
+            latency, quality = await measure_latency(store, queries, by_name)
+        finally:
+            await store.close()
+    return SizeResult(n, documents, atom_timing, fresh, reused, warm, latency, quality)
+
+
+# --- the report ------------------------------------------------------------------------------
+
+
+def method_label(mode: str) -> str:
+    """The row label of a method (the baseline says so)."""
+    return f"{mode} (baseline: memory-mcp's matching)" if mode == BASELINE else mode
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain text table, first column left-aligned, the others right-aligned."""
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def rate(timing: IngestTiming) -> str:
+    """docs/s of a timing, or `-` when it is empty."""
+    return "-" if timing.docs_per_s is None else f"{timing.docs_per_s:.1f}"
+
+
+def quality_report(atoms: int, queries: int, ingest: IngestTiming, scores: dict[str, Quality]) -> str:
+    """The quality table: one row per method."""
+    rows = [
+        [
+            method_label(mode),
+            *(f"{q.recall[k]:.3f}" for k in CUTOFFS),
+            f"{q.mrr:.3f}",
+            f"{q.latency_ms['p50']:.1f}",
+            f"{q.latency_ms['p95']:.1f}",
+        ]
+        for mode, q in scores.items()
+    ]
+    headers = ["method", *(f"recall@{k}" for k in CUTOFFS), "MRR", "p50 ms", "p95 ms"]
+    return "\n".join(
+        [
+            f"## Quality ({atoms} atoms, {queries} queries; both slots, scope 'eval', top {TOP_K})",
+            "",
+            table(headers, rows),
+            "",
+            f"ingest: {ingest.docs} atoms in {ingest.seconds:.2f} s = {rate(ingest)} docs/s "
+            "(one upsert each, embedding included)",
+        ]
+    )
+
+
+FILLER_NOTE = (
+    "Filler: synthetic documents in slot '{slot}', each the text of one of a pool of {pool} distinct"
+    " generated paragraphs (names unique). Document vectors are cached by text, so only the pool's"
+    " paragraphs (and the atoms) run through the model; later filler documents reuse the vector of"
+    " their paragraph. The store embeds `name + blank line + first passage`, so the cache ignores the"
+    " filler name prefix: a reused vector was computed with another filler document's name."
+    " 'fresh' = upserts that ran the model (the honest ingest rate, distinct texts); 'reused' ="
+    " upserts served from the cache (the store's own cost). Query vectors are never cached."
+)
+
+
+def scale_report(results: Sequence[SizeResult], embedder: CachingEmbedder) -> str:
+    """The scale tables: ingest, then latency and quality per size and method."""
+    ingest_rows = [
+        [
+            str(r.n),
+            str(r.documents),
+            f"{r.filler_fresh.docs} @ {rate(r.filler_fresh)}",
+            f"{r.filler_reused.docs} @ {rate(r.filler_reused)}",
+            f"{r.atoms.docs} @ {rate(r.atoms)}",
+            f"{r.warm_up_ms:.0f}",
+        ]
+        for r in results
+    ]
+    search_rows = [
+        [
+            f"{r.n} {mode}",
+            f"{r.latency_ms[mode]['p50']:.1f}",
+            f"{r.latency_ms[mode]['p95']:.1f}",
+            f"{r.latency_ms[mode]['max']:.1f}",
+            *(f"{r.quality[mode][f'recall@{k}']:.3f}" for k in CUTOFFS),
+            f"{r.quality[mode]['mrr']:.3f}",
+        ]
+        for r in results
+        for mode in LATENCY_METHODS
+    ]
+    return "\n".join(
+        [
+            "## Scale",
+            "",
+            textwrap.fill(FILLER_NOTE.format(slot=FILLER_SLOT, pool=POOL_SIZE), width=96),
+            f"Texts embedded so far: {embedder.embedded}; served from the cache: {embedder.reused}.",
+            "",
+            table(
+                [
+                    "size",
+                    "docs",
+                    "filler fresh n @ docs/s",
+                    "filler reused n @ docs/s",
+                    "atoms (vectors cached) n @ docs/s",
+                    "warm-up ms",
+                ],
+                ingest_rows,
+            ),
+            "",
+            f"Search latency: every query x {LATENCY_ROUNDS} rounds, query embedding included; quality of",
+            "the same searches with the filler as distractors.",
+            "",
+            table(["size method", "p50 ms", "p95 ms", "max ms", "recall@5", "recall@10", "MRR"], search_rows),
+        ]
+    )
+
+
+@dataclass
+class Target:
+    """One target check."""
+
+    name: str
+    measured: str
+    limit: str
+    passed: bool
+
+
+def fresh_ingest(results: Sequence[SizeResult]) -> IngestTiming:
+    """All filler upserts that ran the model (the first pool pass), over every size."""
+    total = IngestTiming()
+    for r in results:
+        total.add(r.filler_fresh.seconds, r.filler_fresh.docs)
+    return total
+
+
+def targets(scores: dict[str, Quality], ingest: IngestTiming, results: Sequence[SizeResult]) -> list[Target]:
+    """The project's retrieval targets, checked honestly."""
+    hybrid, keyword = scores["hybrid"], scores["keyword"]
+    checks = [
+        Target(
+            "hybrid recall@5 > keyword recall@5",
+            f"{hybrid.recall[5]:.3f} vs {keyword.recall[5]:.3f}",
+            ">",
+            hybrid.recall[5] > keyword.recall[5],
+        ),
+        Target(
+            "hybrid MRR > keyword MRR",
+            f"{hybrid.mrr:.3f} vs {keyword.mrr:.3f}",
+            ">",
+            hybrid.mrr > keyword.mrr,
+        ),
+    ]
+    if results:
+        largest = results[-1]
+        p95 = largest.latency_ms["hybrid"]["p95"]
+        checks.append(
+            Target(
+                f"hybrid p95 at {largest.n} docs",
+                f"{p95:.1f} ms",
+                f"<= {TARGET_P95_MS:.0f} ms",
+                p95 <= TARGET_P95_MS,
+            )
+        )
+    pool_pass = fresh_ingest(results)
+    measured, source = (pool_pass, "filler first pool pass") if pool_pass.docs else (ingest, "atoms")
+    speed = measured.docs_per_s or 0.0
+    checks.append(
+        Target(
+            f"ingest, distinct texts ({source})",
+            f"{speed:.1f} docs/s",
+            f">= {TARGET_INGEST_DOCS_S:.0f} docs/s",
+            speed >= TARGET_INGEST_DOCS_S,
+        )
+    )
+    return checks
+
+
+def targets_report(checks: Sequence[Target], sizes: Sequence[int]) -> str:
+    """The PASS/FAIL table."""
+    rows = [[t.name, t.measured, t.limit, "PASS" if t.passed else "FAIL"] for t in checks]
+    note = (
+        ""
+        if not sizes or max(sizes) >= DEFAULT_SIZES[-1]
+        else (f"(latency target defined at {DEFAULT_SIZES[-1]} docs; checked at {max(sizes)} here)")
+    )
+    return "\n".join(
+        ["## Targets", "", table(["target", "measured", "limit", "result"], rows), note]
+    ).rstrip()
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+
+def environment() -> dict[str, Any]:
+    """Python, platform, cores and the commit the run measured."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "embedding_model": MINILM_NAME,
+        "embed_threads": EMBED_THREADS,
+        "commit": commit,
+    }
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """Comma-separated positive sizes, ascending."""
+    try:
+        sizes = tuple(sorted(int(s) for s in text.split(",") if s.strip()))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a list of sizes: {text!r}") from exc
+    if not sizes or sizes[0] <= 0:
+        raise argparse.ArgumentTypeError(f"sizes must be positive: {text!r}")
+    return sizes
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--atoms", type=Path, default=DATA / "atoms.jsonl", help="labelled atoms (JSONL)")
+    parser.add_argument("--queries", type=Path, default=DATA / "queries.jsonl", help="queries with gold ids")
+    parser.add_argument(
+        "--sizes", type=parse_sizes, default=DEFAULT_SIZES, help="store sizes, e.g. 1000,10000"
+    )
+    parser.add_argument("--quick", action="store_true", help=f"sizes {','.join(map(str, QUICK_SIZES))} only")
+    parser.add_argument("--json", type=Path, default=None, help="also write every number to this file")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes = QUICK_SIZES
+    return args
+
+
+def quality_json(scores: dict[str, Quality]) -> dict[str, Any]:
+    """The quality scores as JSON, with each query's ranked atom ids."""
+    return {
+        mode: {
+            **{f"recall@{k}": v for k, v in q.recall.items()},
+            "mrr": q.mrr,
+            "latency_ms": q.latency_ms,
+            "ranked": q.per_query,
+        }
+        for mode, q in scores.items()
+    }
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The whole benchmark: prints the report and returns every number."""
+    started = time.perf_counter()
+    atoms = load_atoms(args.atoms)
+    queries = load_queries(args.queries, atoms)
+    if args.sizes[0] < len(atoms):
+        raise BenchError(f"size {args.sizes[0]} is smaller than the {len(atoms)} atoms")
+    embedder = CachingEmbedder(
+        LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(EMBED_THREADS))
+    )
+    progress("loading the model")
+    embedder.embed_query("warm up")  # model load, outside every timing
+    ingest, scores = await quality_run(atoms, queries, embedder)
+    print(quality_report(len(atoms), len(queries), ingest, scores), end="\n\n", flush=True)
+    pool = paragraph_pool(POOL_SIZE, SEED)
+    results = [await size_run(n, atoms, queries, pool, embedder) for n in args.sizes]
+    print(scale_report(results, embedder), end="\n\n")
+    checks = targets(scores, ingest, results)
+    print(targets_report(checks, args.sizes))
+    return {
+        "quality": {
+            "atoms": len(atoms),
+            "queries": len(queries),
+            "ingest": asdict(ingest),
+            **quality_json(scores),
+        },
+        "scale": [asdict(r) for r in results],
+        "embedder_cache": {"embedded": embedder.embedded, "reused": embedder.reused, "pool_size": POOL_SIZE},
+        "targets": [asdict(t) for t in checks],
+        "config": {
+            "sizes": list(args.sizes),
+            "top_k": TOP_K,
+            "latency_rounds": LATENCY_ROUNDS,
+            "seed": SEED,
+            "atoms": str(args.atoms),
+            "queries": str(args.queries),
+        },
+        "environment": environment(),
+        "elapsed_s": time.perf_counter() - started,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; 0 whether targets pass or fail, 1 when something broke."""
+    args = parse_args(argv)
+    try:
+        report = anyio.run(run, args)
+    except BenchError as exc:
+        print(f"retrieval benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        progress(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
