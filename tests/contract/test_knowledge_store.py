@@ -10,13 +10,17 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
 from memory_bridge import InvalidInput
 from memory_bridge.search._embed import LazyEmbedder
 from memory_bridge.search._onnx import MINILM_DIMENSION, MINILM_NAME, load_minilm
 from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter, KnowledgeStore
+from memory_bridge.stores.dify._store import DifyKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge import SqliteKnowledgeStore
+
+from ..emulators.dify.app import create_app
 
 pytestmark = pytest.mark.anyio
 
@@ -30,15 +34,33 @@ def minilm() -> LazyEmbedder:
     return LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(2))
 
 
-@pytest.fixture(params=["sqlite+minilm", "sqlite-keywords"])
+async def dify_store(embedder: LazyEmbedder) -> KnowledgeStore:
+    """The Dify store against a fresh emulator (in process, over httpx's ASGI transport)."""
+    app = create_app(embedder=embedder)
+    key = app.state.dify.add_api_key()
+    store = DifyKnowledgeStore(
+        "http://dify.test/v1", key, default_slots=SLOTS, transport=httpx.ASGITransport(app=app)
+    )
+    for slot in SLOTS:
+        await store.create_slot(slot)
+    return store
+
+
+@pytest.fixture(params=["sqlite+minilm", "sqlite-keywords", "dify+minilm"])
 async def make_knowledge(
     request: pytest.FixtureRequest, tmp_path: Path, minilm: LazyEmbedder
 ) -> AsyncIterator[KnowledgeFactory]:
     opened: list[KnowledgeStore] = []
 
     async def factory() -> KnowledgeStore:
-        embedder = minilm if request.param == "sqlite+minilm" else None
-        store = SqliteKnowledgeStore(tmp_path / f"k{len(opened)}.db", embedder=embedder, default_slots=SLOTS)
+        store: KnowledgeStore
+        if request.param == "dify+minilm":
+            store = await dify_store(minilm)
+        else:
+            embedder = minilm if request.param == "sqlite+minilm" else None
+            store = SqliteKnowledgeStore(
+                tmp_path / f"k{len(opened)}.db", embedder=embedder, default_slots=SLOTS
+            )
         opened.append(store)
         return store
 

@@ -43,6 +43,7 @@ _OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha")
 _SCALAR = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 _WAIT_SECONDS = 30.0
 _SUBSTRING_CANDIDATES = 200
+_CANDIDATES = 50
 
 
 @dataclass
@@ -345,7 +346,8 @@ class DifyKnowledgeStore:
         for dataset in datasets:
             if dataset.technique == "economy":
                 degraded = f"slot {dataset.slot} is an economy Dify dataset: keyword search only"
-            fetch = max(top_k, _SUBSTRING_CANDIDATES) if mode == "substring" else top_k
+            # more than top_k, so `total` can count matches beyond the page (Dify gives no total)
+            fetch = max(top_k, _SUBSTRING_CANDIDATES if mode == "substring" else _CANDIDATES)
             search_mode: SearchMode = "keyword" if mode == "substring" else mode
             model = self._retrieval_model(dataset, search_mode, flt, fetch, score_threshold)
             for record in await self.client.retrieve(dataset.id, query[:250], model):

@@ -1,0 +1,217 @@
+"""The Dify knowledge store against the emulator: errors, versions, outbox, onboarding."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memory_bridge import AccessDenied, InvalidInput, NotFound, StoreUnavailable
+from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter
+from memory_bridge.stores.dify._client import DifyClient
+from memory_bridge.stores.dify._onboarding import onboard
+from memory_bridge.stores.dify._outbox import DurableKnowledgeStore, Outbox
+from memory_bridge.stores.dify._store import DifyKnowledgeStore
+
+from ..emulators.dify.app import create_app
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+BASE = "http://dify.test"
+SLOTS = ("knowledge", "self_improvement")
+
+
+@pytest.fixture
+def app() -> Any:
+    return create_app(version="1.16.0")
+
+
+async def store_for(app: Any, **options: Any) -> DifyKnowledgeStore:
+    store = DifyKnowledgeStore(
+        f"{BASE}/v1",
+        app.state.dify.add_api_key(),
+        default_slots=SLOTS,
+        transport=httpx.ASGITransport(app=app),
+        **options,
+    )
+    for slot in SLOTS:
+        await store.create_slot(slot)
+    return store
+
+
+@pytest.fixture
+async def store(app: Any) -> AsyncIterator[DifyKnowledgeStore]:
+    opened = await store_for(app)
+    yield opened
+    await opened.close()
+
+
+def mock_client(handler: Any) -> DifyClient:
+    return DifyClient(f"{BASE}/v1", "dataset-key", transport=httpx.MockTransport(handler))
+
+
+async def test_a_4xx_is_never_an_outage_and_5xx_is_retried() -> None:
+    calls: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        return {
+            "/v1/datasets/bad": httpx.Response(
+                400, json={"code": "invalid_param", "message": "nope", "status": 400}
+            ),
+            "/v1/datasets/gone": httpx.Response(
+                404, json={"code": "not_found", "message": "Dataset not found."}
+            ),
+            "/v1/datasets/locked": httpx.Response(401, json={"code": "unauthorized", "message": "invalid"}),
+        }.get(request.url.path, httpx.Response(502, text="<html>Bad Gateway</html>"))
+
+    client = mock_client(handler)
+    with pytest.raises(InvalidInput, match="nope"):
+        await client.get_dataset("bad")
+    with pytest.raises(NotFound, match="Dataset not found"):
+        await client.get_dataset("gone")
+    with pytest.raises(AccessDenied):
+        await client.get_dataset("locked")
+    assert len(calls) == 3, "4xx answers are not retried"
+    with pytest.raises(StoreUnavailable, match="502"):
+        await client.get_dataset("down")
+    assert len(calls) == 6, "a 5xx is retried before it is reported"
+    await client.close()
+
+
+async def test_an_untested_version_is_named_in_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    old = create_app(version="1.13.3")
+    client = DifyClient(f"{BASE}/v1", old.state.dify.add_api_key(), transport=httpx.ASGITransport(app=old))
+    with caplog.at_level(logging.WARNING, logger="memctl.dify"):
+        await client.ping()
+    assert client.server_version == "1.13.3"
+    assert "Dify 1.13.3 is outside the tested range 1.14.0 to 1.16.x" in caplog.text
+    await client.close()
+
+
+async def test_upsert_by_name_updates_in_place_and_keeps_foreign_metadata(
+    store: DifyKnowledgeStore, app: Any
+) -> None:
+    first = await store.upsert(
+        "knowledge", "a.md", "Alpha text about caching.", DocMetadata(scope="p"), origin="t"
+    )
+    dataset = next(d for d in app.state.dify.datasets.values() if d.name == "knowledge")
+    field = await store.client.create_metadata_field(dataset.id, "owner_note")  # someone's own field
+    await store.client.request(
+        "POST",
+        f"/datasets/{dataset.id}/documents/metadata",
+        "test",
+        json={
+            "operation_data": [
+                {
+                    "document_id": first.document_id,
+                    "partial_update": True,
+                    "metadata_list": [{"id": field, "name": "owner_note", "value": "added in the Dify UI"}],
+                }
+            ],
+        },
+    )
+    doc = dataset.documents[first.document_id]
+    second = await store.upsert(
+        "knowledge", "a.md", "Beta text about caching.", DocMetadata(scope="p"), origin="t"
+    )
+    assert second.document_id == first.document_id and not second.created
+    assert len(dataset.documents) == 1, "never create-list-delete"
+    assert doc.metadata["owner_note"] == "added in the Dify UI"
+    assert doc.metadata["scope"] == "p"
+
+
+async def test_economy_datasets_search_keywords_and_say_so(app: Any) -> None:
+    store = await store_for(app, technique="economy")
+    try:
+        await store.upsert(
+            "knowledge", "a.md", "Deploys run on Tuesdays.", DocMetadata(scope="p"), origin="t"
+        )
+        page = await store.search(
+            ["knowledge"], "Tuesdays deploys", KnowledgeFilter(scope="p"), top_k=5, score_threshold=None
+        )
+        assert [h.document_name for h in page.hits] == ["a.md"]
+        assert page.hits[0].score == 0.0
+        assert page.degraded is not None and "economy" in page.degraded
+    finally:
+        await store.close()
+
+
+async def test_writes_during_an_outage_wait_in_the_outbox_and_replay_in_order(
+    store: DifyKnowledgeStore, app: Any, tmp_path: Path
+) -> None:
+    durable = DurableKnowledgeStore(store, Outbox(tmp_path / "outbox.db"))
+    await durable.upsert(
+        "knowledge", "before.md", "Written before the outage.", DocMetadata(scope="p"), origin="t"
+    )
+    app.state.dify.outage = 502
+    queued = [
+        await durable.upsert(
+            "knowledge", f"during-{n}.md", f"Version {n} of the note.", DocMetadata(scope="p"), origin="t"
+        )
+        for n in range(3)
+    ]
+    await durable.upsert(
+        "knowledge", "during-0.md", "Final version of note zero.", DocMetadata(scope="p"), origin="t"
+    )
+    assert all(q.indexing_status == "queued" for q in queued)
+    assert (await durable.outbox.status())["pending"] == 4
+    assert await durable.upkeep() == 0, "still down: nothing replayed, nothing lost"
+    app.state.dify.outage = None
+    assert await durable.upkeep() == 4
+    assert (await durable.outbox.status())["pending"] == 0
+    names = sorted(d.name for d in (await durable.list_documents("knowledge", offset=0, limit=50))[0])
+    assert names == ["before.md", "during-0.md", "during-1.md", "during-2.md"]
+    final = await durable.find("knowledge", "during-0.md")
+    assert final is not None and "Final version" in final.text, "replayed in order: the last write wins"
+    await durable.close()
+
+
+async def test_a_write_dify_rejects_is_kept_as_failed(
+    store: DifyKnowledgeStore, app: Any, tmp_path: Path
+) -> None:
+    durable = DurableKnowledgeStore(store, Outbox(tmp_path / "outbox.db"))
+    app.state.dify.outage = 503
+    await durable.upsert("nonexistent-slot", "x.md", "text", DocMetadata(), origin="t")
+    app.state.dify.outage = None
+    await durable.upkeep()
+    status = await durable.outbox.status()
+    assert (status["pending"], status["failed"]) == (0, 1)
+    assert "unknown slot" in status["last_error"]
+    await durable.close()
+
+
+async def test_headless_onboarding_is_idempotent(app: Any) -> None:
+    transport = httpx.ASGITransport(app=app)
+    report = await onboard(
+        BASE, email="admin@example.com", password="Passw0rd123", slots=SLOTS, transport=transport
+    )
+    assert report.setup == "done now" and report.key_created and report.api_key.startswith("dataset-")
+    assert set(report.created_slots) == set(SLOTS)
+    again = await onboard(
+        BASE,
+        email="admin@example.com",
+        password="Passw0rd123",
+        api_key=report.api_key,
+        slots=SLOTS,
+        transport=transport,
+    )
+    assert again.setup == "already done" and not again.key_created and again.created_slots == []
+    assert again.slots == report.slots
+    store = DifyKnowledgeStore(f"{BASE}/v1", report.api_key, default_slots=SLOTS, transport=transport)
+    try:
+        fields = await store.client.metadata_fields(report.slots["knowledge"])
+        assert {"scope", "tags", "atom_type", "error_pattern"} <= set(fields)
+    finally:
+        await store.close()
+
+
+async def test_onboarding_with_a_wrong_password_is_refused(app: Any) -> None:
+    transport = httpx.ASGITransport(app=app)
+    await onboard(BASE, email="admin@example.com", password="Passw0rd123", transport=transport)
+    with pytest.raises(AccessDenied, match="log in"):
+        await onboard(BASE, email="admin@example.com", password="wrong-pass1", transport=transport)
