@@ -6,6 +6,7 @@ import click
 
 from .commands.migrate_store import migrate_store
 from .commands.serve import serve
+from .commands.status import status
 from .commands.up import up
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -20,6 +21,7 @@ def cli() -> None:
     Example:
       memctl up                 provision this directory and check it end to end
       memctl serve              serve this directory's memory on stdio
+      memctl status             each store's health and size, writes waiting for Dify
       memctl migrate-store --to valkey://127.0.0.1:6379/0
     """
 
@@ -27,3 +29,4 @@ def cli() -> None:
 cli.add_command(up)
 cli.add_command(serve)
 cli.add_command(migrate_store)
+cli.add_command(status)

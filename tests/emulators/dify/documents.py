@@ -137,7 +137,7 @@ def create_by_text(state: DifyState, dataset: Dataset, body: dict[str, Any], now
             now,
         )
         existing.doc_language = str(body.get("doc_language") or existing.doc_language)
-        existing.process_rule = rule
+        existing.process_rule, existing.upload_file_id = rule, new_id()
         _queue(state, dataset, existing, now)
         return existing
     doc = Document(
@@ -186,7 +186,7 @@ def update_by_text(
     if dataset.indexing_technique == "high_quality" and not state.embedding_available(dataset):
         raise DifyError(400, "provider_not_initialize", _NO_CREDENTIALS)
     if text is not None:
-        doc.text = text
+        doc.text, doc.upload_file_id = text, new_id()
     if name is not None:
         doc.name = name[:200]
     doc.doc_form, doc.process_rule, doc.updated_at = doc_form, rule, now

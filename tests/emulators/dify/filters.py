@@ -88,12 +88,13 @@ def _list_values(value: Any) -> list[str]:
 
 def _matches(condition: Condition, metadata: dict[str, Any] | None) -> bool:
     """One condition against one document's dict (SQL NULL semantics for missing keys)."""
-    op, value, present = condition.operator, condition.value, bool(metadata) and condition.name in metadata
+    op, value, values = condition.operator, condition.value, metadata or {}
+    present = condition.name in values
     if op == "empty":
         return not present
     if op == "not empty":
         return present
-    raw = metadata.get(condition.name) if metadata and present else None
+    raw = values.get(condition.name)
     if op in _LIST_OPERATORS:
         wanted = _list_values(value)
         if not wanted:

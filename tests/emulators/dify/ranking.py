@@ -110,7 +110,9 @@ def _semantic(query: str, candidates: list[Candidate], embedder: Embedder | None
             segment.vector = vector / (np.linalg.norm(vector) or 1.0)
     q = np.asarray(embedder.embed_query(query), dtype=np.float32)
     q = q / (np.linalg.norm(q) or 1.0)
-    return [float(np.dot(segment.vector, q)) for segment, _ in candidates]
+    return [
+        float(np.dot(segment.vector, q)) if segment.vector is not None else 0.0 for segment, _ in candidates
+    ]
 
 
 def _top(scores: list[float], limit: int, above: float) -> list[int]:

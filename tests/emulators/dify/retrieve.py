@@ -39,7 +39,7 @@ def _settings(state: DifyState, model: dict[str, Any]) -> SearchSettings:
     threshold = model.get("score_threshold") if model.get("score_threshold_enabled") else None
     return SearchSettings(
         search_method=str(model["search_method"]),
-        top_k=int(model.get("top_k") or state.quirks.default_top_k),
+        top_k=int(model["top_k"] if model.get("top_k") is not None else state.quirks.default_top_k),
         threshold=float(threshold or 0.0),
         weights=fused,
         legacy_hybrid=state.quirks.legacy_hybrid,

@@ -122,12 +122,10 @@ class DifyState:
             job.paused_at = None
 
     def progress(self, document: Document) -> Progress:
+        """Where `document`'s indexing job stands now (status, timestamps, segment counts)."""
         return progress(document, self.now())
 
     # -- lookups ------------------------------------------------------------------------------
-
-    def dataset(self, dataset_id: str) -> Dataset:
-        return self.datasets[dataset_id]
 
     def dataset_named(self, name: str) -> Dataset | None:
         return next((ds for ds in self.datasets.values() if ds.name == name), None)

@@ -65,7 +65,9 @@ async def client(app: Starlette, state: DifyState) -> AsyncIterator[httpx.AsyncC
 
 
 async def _dataset(client: httpx.AsyncClient, name: str = "kb", **fields: Any) -> str:
-    response = await client.post("/v1/datasets", json={"name": name, "indexing_technique": "economy", **fields})
+    response = await client.post(
+        "/v1/datasets", json={"name": name, "indexing_technique": "economy", **fields}
+    )
     assert response.status_code == 200, response.text
     return str(response.json()["id"])
 
@@ -73,8 +75,15 @@ async def _dataset(client: httpx.AsyncClient, name: str = "kb", **fields: Any) -
 async def _document(
     client: httpx.AsyncClient, dataset_id: str, name: str, text: str, **fields: Any
 ) -> dict[str, Any]:
-    body = {"name": name, "text": text, "indexing_technique": "economy", "process_rule": {"mode": "automatic"}}
-    response = await client.post(f"/v1/datasets/{dataset_id}/document/create-by-text", json={**body, **fields})
+    body = {
+        "name": name,
+        "text": text,
+        "indexing_technique": "economy",
+        "process_rule": {"mode": "automatic"},
+    }
+    response = await client.post(
+        f"/v1/datasets/{dataset_id}/document/create-by-text", json={**body, **fields}
+    )
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()
     return result
@@ -147,7 +156,9 @@ async def test_unknown_routes_and_malformed_ids_are_404_before_auth(app: Starlet
     assert response.json()["code"] == "method_not_allowed"
 
 
-async def test_outage_answers_nginx_pages_without_version(client: httpx.AsyncClient, state: DifyState) -> None:
+async def test_outage_answers_nginx_pages_without_version(
+    client: httpx.AsyncClient, state: DifyState
+) -> None:
     for status, title in ((502, "502 Bad Gateway"), (503, "503 Service Temporarily Unavailable")):
         state.outage = status
         response = await client.get("/v1/datasets")
@@ -160,7 +171,9 @@ async def test_outage_answers_nginx_pages_without_version(client: httpx.AsyncCli
 
 
 async def test_bad_json_and_rate_limit(client: httpx.AsyncClient, state: DifyState) -> None:
-    response = await client.post("/v1/datasets", content=b"{not json", headers={"Content-Type": "application/json"})
+    response = await client.post(
+        "/v1/datasets", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 400
     assert response.json()["code"] == "bad_request"
     state.knowledge_rate_limit = 1
@@ -189,7 +202,13 @@ async def test_create_dataset_shape_and_errors(client: httpx.AsyncClient) -> Non
     assert body["embedding_model_provider"] == "langgenius/openai/openai"
     assert body["retrieval_model_dict"]["search_method"] == "semantic_search"
     assert body["retrieval_model_dict"]["top_k"] == 4
-    for key in ("enable_api", "maintainer", "total_available_documents", "is_multimodal", "summary_index_setting"):
+    for key in (
+        "enable_api",
+        "maintainer",
+        "total_available_documents",
+        "is_multimodal",
+        "summary_index_setting",
+    ):
         assert key in body
     duplicate = await client.post("/v1/datasets", json={"name": "kb"})
     assert duplicate.status_code == 409
@@ -212,7 +231,9 @@ async def test_high_quality_needs_an_embedding_model(client: httpx.AsyncClient, 
     response = await client.post("/v1/datasets", json={"name": "kb", "indexing_technique": "high_quality"})
     assert response.status_code == 400
     assert response.json()["message"].startswith("No Embedding Model available.")
-    assert (await client.post("/v1/datasets", json={"name": "kb", "indexing_technique": "economy"})).status_code == 200
+    assert (
+        await client.post("/v1/datasets", json={"name": "kb", "indexing_technique": "economy"})
+    ).status_code == 200
 
 
 async def test_list_datasets_pagination_and_filters(client: httpx.AsyncClient) -> None:
@@ -227,7 +248,9 @@ async def test_list_datasets_pagination_and_filters(client: httpx.AsyncClient) -
     assert big["limit"] == 500 and len(big["data"]) == 5 and big["has_more"] is False
     found = (await client.get("/v1/datasets", params={"keyword": "set-3"})).json()
     assert [d["name"] for d in found["data"]] == ["Set-3"]
-    tagged = (await client.get("/v1/datasets", params={"tag_ids": "00000000-0000-4000-8000-000000000000"})).json()
+    tagged = (
+        await client.get("/v1/datasets", params={"tag_ids": "00000000-0000-4000-8000-000000000000"})
+    ).json()
     assert tagged["data"] == [] and tagged["total"] == 0
 
 
@@ -259,10 +282,17 @@ async def test_get_update_and_delete_dataset(client: httpx.AsyncClient) -> None:
 
 async def test_dataset_api_access_switched_off_is_403(client: httpx.AsyncClient, state: DifyState) -> None:
     dataset = state.create_dataset("locked", indexing_technique="economy")
+    doc = state.create_document(dataset.id, "direct.md", "made without HTTP")
+    listed = (await client.get(f"/v1/datasets/{dataset.id}/documents")).json()
+    assert [d["id"] for d in listed["data"]] == [doc.id]
     dataset.enable_api = False
     response = await client.get(f"/v1/datasets/{dataset.id}")
     assert response.status_code == 403
-    assert response.json() == {"code": "forbidden", "message": "Dataset api access is not enabled.", "status": 403}
+    assert response.json() == {
+        "code": "forbidden",
+        "message": "Dataset api access is not enabled.",
+        "status": 403,
+    }
 
 
 # -- documents and the indexing lifecycle ---------------------------------------------------------------
@@ -316,6 +346,7 @@ async def test_no_worker_keeps_documents_queued(client: httpx.AsyncClient, state
     state.advance(3600)
     url = f"/v1/datasets/{dataset_id}/documents/{created['document']['id']}"
     assert (await client.get(url)).json()["display_status"] == "queuing"
+    assert state.progress(state.document(created["document"]["id"])).status == "waiting"
     state.start_workers()
     assert (await client.get(url)).json()["display_status"] == "available"
 
@@ -331,7 +362,9 @@ async def test_paused_documents_and_finish_indexing() -> None:
         state.advance(100)
         url = f"/v1/datasets/{dataset_id}/documents/{created['document']['id']}"
         assert (await c.get(url)).json()["display_status"] == "paused"
-        entry = (await c.get(f"/v1/datasets/{dataset_id}/documents/{created['batch']}/indexing-status")).json()
+        entry = (
+            await c.get(f"/v1/datasets/{dataset_id}/documents/{created['batch']}/indexing-status")
+        ).json()
         assert entry["data"][0]["indexing_status"] == "paused" and entry["data"][0]["paused_at"] is not None
         state.finish_indexing()
         assert (await c.get(url)).json()["display_status"] == "available"
@@ -360,12 +393,19 @@ async def test_bad_max_tokens_fails_asynchronously(client: httpx.AsyncClient, st
 async def test_create_by_text_validation_errors(client: httpx.AsyncClient) -> None:
     dataset_id = await _dataset(client, indexing_technique=None)
     url = f"/v1/datasets/{dataset_id}/document/create-by-text"
-    no_technique = await client.post(url, json={"name": "a", "text": "b", "process_rule": {"mode": "automatic"}})
-    assert no_technique.json() == {"code": "invalid_param", "message": "indexing_technique is required.", "status": 400}
+    no_technique = await client.post(
+        url, json={"name": "a", "text": "b", "process_rule": {"mode": "automatic"}}
+    )
+    assert no_technique.json() == {
+        "code": "invalid_param",
+        "message": "indexing_technique is required.",
+        "status": 400,
+    }
     no_rule = await client.post(url, json={"name": "a", "text": "b", "indexing_technique": "economy"})
     assert no_rule.status_code == 500  # the first document must carry a process rule (§4.2)
     bad_rule = await client.post(
-        url, json={"name": "a", "text": "b", "indexing_technique": "economy", "process_rule": {"mode": "custom"}}
+        url,
+        json={"name": "a", "text": "b", "indexing_technique": "economy", "process_rule": {"mode": "custom"}},
     )
     assert bad_rule.json()["message"] == "Process rule rules is required"
     await _document(client, dataset_id, "a", "b")
@@ -391,7 +431,8 @@ async def test_same_name_overwrites_the_enabled_document(client: httpx.AsyncClie
     assert _names(await _retrieve(client, dataset_id, "bananas")) == {"notes.md"}
     assert _names(await _retrieve(client, dataset_id, "apples")) == set()
     await client.patch(
-        f"/v1/datasets/{dataset_id}/documents/status/disable", json={"document_ids": [first["document"]["id"]]}
+        f"/v1/datasets/{dataset_id}/documents/status/disable",
+        json={"document_ids": [first["document"]["id"]]},
     )
     third = await _document(client, dataset_id, "notes.md", "cherries")
     assert third["document"]["id"] != first["document"]["id"]
@@ -435,7 +476,9 @@ async def test_list_documents_filters_and_pagination(client: httpx.AsyncClient, 
     assert [d["name"] for d in page["data"]] == ["gamma.md", "beta.md"]
     assert (page["has_more"], page["total"]) == (True, 3)
     assert [d["name"] for d in (await client.get(url, params={"keyword": "alpha"})).json()["data"]] == []
-    assert [d["name"] for d in (await client.get(url, params={"keyword": "Alpha"})).json()["data"]] == ["Alpha.md"]
+    assert [d["name"] for d in (await client.get(url, params={"keyword": "Alpha"})).json()["data"]] == [
+        "Alpha.md"
+    ]
     beta = state.documents(dataset_id)[1]
     await client.patch(f"{url}/status/disable", json={"document_ids": [beta.id]})
     disabled = (await client.get(url, params={"status": "disabled"})).json()["data"]
@@ -472,7 +515,9 @@ async def test_enable_disable_archive_and_delete(client: httpx.AsyncClient) -> N
     doc_id = (await _document(client, dataset_id, "a.md", "apples"))["document"]["id"]
     status = f"/v1/datasets/{dataset_id}/documents/status"
     doc_url = f"/v1/datasets/{dataset_id}/documents/{doc_id}"
-    assert (await client.patch(f"{status}/disable", json={"document_ids": [doc_id]})).json() == {"result": "success"}
+    assert (await client.patch(f"{status}/disable", json={"document_ids": [doc_id]})).json() == {
+        "result": "success"
+    }
     assert (await client.get(doc_url)).json()["display_status"] == "disabled"
     assert _names(await _retrieve(client, dataset_id, "apples")) == set()
     await client.patch(f"{status}/enable", json={"document_ids": [doc_id, "not-a-document"]})
@@ -504,7 +549,11 @@ async def test_status_changes_are_asynchronous() -> None:
         status = f"/v1/datasets/{dataset_id}/documents/status"
         ids = {"document_ids": [created["document"]["id"]]}
         not_done = await c.patch(f"{status}/disable", json=ids)
-        assert not_done.json() == {"code": "invalid_action", "message": "Document: a.md is not completed.", "status": 400}
+        assert not_done.json() == {
+            "code": "invalid_action",
+            "message": "Document: a.md is not completed.",
+            "status": 400,
+        }
         state.advance(3)
         assert (await c.patch(f"{status}/disable", json=ids)).status_code == 200
         busy = await c.patch(f"{status}/enable", json=ids)
@@ -536,7 +585,11 @@ async def test_metadata_fields(client: httpx.AsyncClient) -> None:
     field = created.json()
     assert set(field) == {"id", "name", "type"} and field["type"] == "string"
     duplicate = await client.post(url, json={"type": "string", "name": "author"})
-    assert duplicate.json() == {"code": "invalid_param", "message": "Metadata name already exists.", "status": 400}
+    assert duplicate.json() == {
+        "code": "invalid_param",
+        "message": "Metadata name already exists.",
+        "status": 400,
+    }
     built_in = await client.post(url, json={"type": "string", "name": "document_name"})
     assert built_in.json()["message"] == "Metadata name already exists in Built-in fields."
     assert (await client.post(url, json={"type": "string", "name": "x" * 256})).json()["message"] == (
@@ -550,15 +603,27 @@ async def test_metadata_fields(client: httpx.AsyncClient) -> None:
     renamed = await client.patch(f"{url}/{field['id']}", json={"name": "writer"})
     assert renamed.json() == {"id": field["id"], "name": "writer", "type": "string"}
     built_ins = (await client.get(f"{url}/built-in")).json()["fields"]
-    assert [f["name"] for f in built_ins] == ["document_name", "uploader", "upload_date", "last_update_date", "source"]
+    assert [f["name"] for f in built_ins] == [
+        "document_name",
+        "uploader",
+        "upload_date",
+        "last_update_date",
+        "source",
+    ]
     assert (await client.delete(f"{url}/{field['id']}")).status_code == 204
     assert (await client.get(url)).json()["doc_metadata"] == []
+    unknown = await client.patch(f"{url}/{field['id']}", json={"name": "again"})
+    assert unknown.json() == {"code": "invalid_param", "message": "Metadata not found.", "status": 400}
 
 
 async def test_document_metadata_replace_and_merge(client: httpx.AsyncClient) -> None:
     dataset_id = await _dataset(client)
-    author = (await client.post(f"/v1/datasets/{dataset_id}/metadata", json={"type": "string", "name": "author"})).json()
-    year = (await client.post(f"/v1/datasets/{dataset_id}/metadata", json={"type": "number", "name": "year"})).json()
+    author = (
+        await client.post(f"/v1/datasets/{dataset_id}/metadata", json={"type": "string", "name": "author"})
+    ).json()
+    year = (
+        await client.post(f"/v1/datasets/{dataset_id}/metadata", json={"type": "number", "name": "year"})
+    ).json()
     doc_id = (await _document(client, dataset_id, "a.md", "text"))["document"]["id"]
     url = f"/v1/datasets/{dataset_id}/documents/metadata"
 
@@ -571,7 +636,10 @@ async def test_document_metadata_replace_and_merge(client: httpx.AsyncClient) ->
     await write([{**author, "value": "Bob"}])
     records = (await _retrieve(client, dataset_id, "text")).json()["records"]
     assert records[0]["segment"]["document"]["doc_metadata"] == {"author": "Bob"}  # year wiped
-    counts = {f["name"]: f["count"] for f in (await client.get(f"/v1/datasets/{dataset_id}/metadata")).json()["doc_metadata"]}
+    counts = {
+        f["name"]: f["count"]
+        for f in (await client.get(f"/v1/datasets/{dataset_id}/metadata")).json()["doc_metadata"]
+    }
     assert counts == {"author": 1, "year": 0}
     await write([{**year, "value": 2025}], partial=True)
     doc = (await client.get(f"/v1/datasets/{dataset_id}/documents/{doc_id}")).json()
@@ -595,9 +663,17 @@ async def test_old_builds_swallow_metadata_errors_and_always_replace() -> None:
         url = f"/v1/datasets/{dataset_id}/documents/metadata"
         missing = await c.post(url, json={"operation_data": [{"document_id": "nope", "metadata_list": []}]})
         assert missing.json() == {"result": "success"}
-        for item, partial in (({"id": "1", "name": "a", "value": 1}, False), ({"id": "2", "name": "b", "value": 2}, True)):
+        for item, partial in (
+            ({"id": "1", "name": "a", "value": 1}, False),
+            ({"id": "2", "name": "b", "value": 2}, True),
+        ):
             await c.post(
-                url, json={"operation_data": [{"document_id": doc_id, "metadata_list": [item], "partial_update": partial}]}
+                url,
+                json={
+                    "operation_data": [
+                        {"document_id": doc_id, "metadata_list": [item], "partial_update": partial}
+                    ]
+                },
             )
         assert app.state.dify.document(doc_id).metadata == {"b": 2}
 
@@ -606,7 +682,9 @@ async def test_built_in_fields_have_two_encodings(client: httpx.AsyncClient, sta
     dataset_id = await _dataset(client)
     before = (await _document(client, dataset_id, "before.md", "text"))["document"]["id"]
     await client.get(f"/v1/datasets/{dataset_id}/documents")  # let it complete
-    assert (await client.post(f"/v1/datasets/{dataset_id}/metadata/built-in/enable")).json() == {"result": "success"}
+    assert (await client.post(f"/v1/datasets/{dataset_id}/metadata/built-in/enable")).json() == {
+        "result": "success"
+    }
     after = (await _document(client, dataset_id, "after.md", "text"))["document"]["id"]
     enabled_later = state.document(before).metadata or {}
     created_while_on = state.document(after).metadata or {}
@@ -679,7 +757,9 @@ OPERATOR_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("condition", "expected"), OPERATOR_CASES, ids=[f"{c[0][1]}-{c[1]}" for c in OPERATOR_CASES])
+@pytest.mark.parametrize(
+    ("condition", "expected"), OPERATOR_CASES, ids=[f"{c[0][1]}-{c[1]}" for c in OPERATOR_CASES]
+)
 async def test_each_filter_operator(
     client: httpx.AsyncClient, filtered: str, condition: tuple[str, str, Any], expected: str
 ) -> None:
@@ -743,8 +823,12 @@ async def test_old_builds_report_null_keyword_scores() -> None:
     async with _client(app, app.state.dify.add_api_key()) as c:
         dataset_id = await _dataset(c)
         body = {"name": "a.md", "text": "cats", "process_rule": {"mode": "automatic"}}
-        assert (await c.post(f"/v1/datasets/{dataset_id}/document/create-by-text", json=body)).status_code == 404
-        assert (await c.post(f"/v1/datasets/{dataset_id}/document/create_by_text", json=body)).status_code == 200
+        assert (
+            await c.post(f"/v1/datasets/{dataset_id}/document/create-by-text", json=body)
+        ).status_code == 404
+        assert (
+            await c.post(f"/v1/datasets/{dataset_id}/document/create_by_text", json=body)
+        ).status_code == 200
         records = (await _retrieve(c, dataset_id, "cats")).json()["records"]
     assert records[0]["score"] is None
 
@@ -777,7 +861,9 @@ def _model(method: str, threshold: float | None = None, top_k: int = 5, **extra:
 
 async def test_semantic_search_and_score_threshold(scored: tuple[httpx.AsyncClient, str]) -> None:
     client, dataset_id = scored
-    everything = (await _retrieve(client, dataset_id, "cats purr", **_model("semantic_search"))).json()["records"]
+    everything = (await _retrieve(client, dataset_id, "cats purr", **_model("semantic_search"))).json()[
+        "records"
+    ]
     scores = [r["score"] for r in everything]
     assert everything[0]["segment"]["document"]["name"] == "cats.md"
     assert scores == sorted(scores, reverse=True) and 0 < scores[0] <= 1
@@ -790,7 +876,9 @@ async def test_semantic_search_and_score_threshold(scored: tuple[httpx.AsyncClie
 
 async def test_full_text_scores_zero_and_ignores_threshold(scored: tuple[httpx.AsyncClient, str]) -> None:
     client, dataset_id = scored
-    records = (await _retrieve(client, dataset_id, "bark", **_model("full_text_search", 0.99))).json()["records"]
+    records = (await _retrieve(client, dataset_id, "bark", **_model("full_text_search", 0.99))).json()[
+        "records"
+    ]
     assert {r["segment"]["document"]["name"] for r in records} == {"mixed.md", "dogs.md"}
     assert all(r["score"] == 0.0 for r in records)
     assert (await _retrieve(client, dataset_id, "bark", **_model("keyword_search"))).json()["records"] == []
@@ -825,7 +913,11 @@ async def test_semantic_without_embedder_falls_back_to_keywords(client: httpx.As
 async def test_retrieve_request_validation(client: httpx.AsyncClient) -> None:
     dataset_id = await _dataset(client)
     too_long = await _retrieve(client, dataset_id, "q" * 251)
-    assert too_long.json() == {"code": "invalid_param", "message": "Query cannot exceed 250 characters", "status": 400}
+    assert too_long.json() == {
+        "code": "invalid_param",
+        "message": "Query cannot exceed 250 characters",
+        "status": 400,
+    }
     partial = await _retrieve(client, dataset_id, "q", search_method="keyword_search")
     assert partial.status_code == 400 and "reranking_enable" in partial.json()["message"]
     assert (await _retrieve(client, dataset_id, "nothing")).json()["records"] == []
@@ -839,14 +931,23 @@ async def test_headless_onboarding(app: Starlette, state: DifyState) -> None:
     async with _client(app) as c:
         assert (await c.get("/console/api/setup")).json() == {"step": "not_started"}
         assert (await c.get("/console/api/init")).json() == {"status": "not_started"}
-        early = await c.post("/console/api/setup", json={"email": "a@b.co", "name": "a", "password": "Passw0rd123"})
+        early = await c.post(
+            "/console/api/setup", json={"email": "a@b.co", "name": "a", "password": "Passw0rd123"}
+        )
         assert early.status_code == 401 and early.json()["code"] == "not_init_validated"
         wrong = await c.post("/console/api/init", json={"password": "nope"})
         assert wrong.status_code == 401 and wrong.json()["code"] == "init_validate_failed"
         assert (await c.post("/console/api/init", json={"password": "init-pass-1"})).status_code == 201
-        weak = await c.post("/console/api/setup", json={"email": "admin@example.com", "name": "admin", "password": "short"})
+        weak = await c.post(
+            "/console/api/setup", json={"email": "admin@example.com", "name": "admin", "password": "short"}
+        )
         assert weak.status_code == 400 and weak.json()["code"] == "invalid_param"
-        account = {"email": "admin@example.com", "name": "admin", "password": "Passw0rd123", "language": "en-US"}
+        account = {
+            "email": "admin@example.com",
+            "name": "admin",
+            "password": "Passw0rd123",
+            "language": "en-US",
+        }
         setup = await c.post("/console/api/setup", json=account)
         assert (setup.status_code, setup.json()) == (201, {"result": "success"})
         again = await c.post("/console/api/setup", json=account)
@@ -855,16 +956,26 @@ async def test_headless_onboarding(app: Starlette, state: DifyState) -> None:
 
         login = {"email": "admin@example.com", "remember_me": True}
         plain = await c.post("/console/api/login", json={**login, "password": "Passw0rd123"})
-        assert plain.json() == {"code": "authentication_failed", "message": "Invalid encrypted data", "status": 401}
+        assert plain.json() == {
+            "code": "authentication_failed",
+            "message": "Invalid encrypted data",
+            "status": 401,
+        }
         encoded = base64.b64encode(b"Wrong999").decode()
         bad = await c.post("/console/api/login", json={**login, "password": encoded})
         assert bad.json()["message"] == "Invalid email or password."
-        good = await c.post("/console/api/login", json={**login, "password": base64.b64encode(b"Passw0rd123").decode()})
+        good = await c.post(
+            "/console/api/login", json={**login, "password": base64.b64encode(b"Passw0rd123").decode()}
+        )
         assert good.json() == {"result": "success"}
         assert {"access_token", "refresh_token", "csrf_token"} <= set(c.cookies)
 
         no_csrf = await c.post("/console/api/datasets/api-keys")
-        assert no_csrf.json() == {"code": "unauthorized", "message": "CSRF token is missing or invalid.", "status": 401}
+        assert no_csrf.json() == {
+            "code": "unauthorized",
+            "message": "CSRF token is missing or invalid.",
+            "status": 401,
+        }
         csrf = {"X-CSRF-Token": c.cookies["csrf_token"]}
         created = await c.post("/console/api/datasets/api-keys", headers=csrf)
         key = created.json()
@@ -894,6 +1005,12 @@ async def test_headless_onboarding(app: Starlette, state: DifyState) -> None:
         assert deleted.status_code == 204
         assert (await c.get("/v1/datasets", headers=service)).status_code == 401
 
+        refreshed = await c.post("/console/api/refresh-token")
+        assert refreshed.json() == {"result": "success"}
+        assert (await c.get("/console/api/datasets/api-keys", headers=csrf)).status_code == 401  # old tokens
+        fresh = {"X-CSRF-Token": c.cookies["csrf_token"]}
+        assert (await c.get("/console/api/datasets/api-keys", headers=fresh)).status_code == 200
+
 
 async def test_console_before_setup_and_old_login(app: Starlette) -> None:
     async with _client(app) as c:
@@ -903,7 +1020,9 @@ async def test_console_before_setup_and_old_login(app: Starlette) -> None:
     async with _client(old) as c:
         account = {"email": "admin@example.com", "name": "admin", "password": "Passw0rd123"}
         assert (await c.post("/console/api/setup", json=account)).status_code == 201
-        login = await c.post("/console/api/login", json={"email": "admin@example.com", "password": "Passw0rd123"})
+        login = await c.post(
+            "/console/api/login", json={"email": "admin@example.com", "password": "Passw0rd123"}
+        )
         tokens = login.json()["data"]
         assert login.json()["result"] == "success" and not c.cookies
         created = await c.post(
@@ -917,7 +1036,9 @@ async def test_console_before_setup_and_old_login(app: Starlette) -> None:
 
 def test_automatic_segmentation_merges_paragraphs_up_to_500_tokens() -> None:
     rule = parse_process_rule({"mode": "automatic"})
-    assert split_document("# Title\n\nshort one\n\n\n\nshort   two", rule) == ["Title\n\nshort one\n\nshort two"]
+    assert split_document("# Title\n\nshort one\n\n\n\nshort   two", rule) == [
+        "Title\n\nshort one\n\nshort two"
+    ]
     long = "\n\n".join(" ".join(f"w{p}x{i}" for i in range(200)) for p in range(4))
     segments = split_document(long, rule)
     assert len(segments) == 2 and all(len(s.split()) <= 500 for s in segments)
@@ -935,7 +1056,10 @@ def test_custom_segmentation_splits_on_the_separator() -> None:
     )
     assert split_document("one a@b.co\ntwo https://x.io\n\nthree", rule) == ["one", "two", "three"]
     too_big = parse_process_rule(
-        {"mode": "custom", "rules": {"pre_processing_rules": [], "segmentation": {"separator": "\n", "max_tokens": 10}}}
+        {
+            "mode": "custom",
+            "rules": {"pre_processing_rules": [], "segmentation": {"separator": "\n", "max_tokens": 10}},
+        }
     )
     with pytest.raises(IndexingFailure, match="between 50 and 4000"):
         split_document("x", too_big)

@@ -40,7 +40,7 @@ def ts(value: float | None) -> int | None:
     return None if value is None else int(value)
 
 
-def retrieval_model_dict(state: DifyState, dataset: Dataset) -> dict[str, Any]:
+def _retrieval_model_dict(state: DifyState, dataset: Dataset) -> dict[str, Any]:
     stored = dataset.retrieval_model or default_retrieval_model(state.quirks.default_top_k)
     return copy.deepcopy(stored)
 
@@ -71,7 +71,7 @@ def dataset_view(state: DifyState, dataset: Dataset, now: float) -> dict[str, An
         "embedding_model": dataset.embedding_model,
         "embedding_model_provider": dataset.embedding_model_provider,
         "embedding_available": state.embedding_available(dataset),
-        "retrieval_model_dict": retrieval_model_dict(state, dataset),
+        "retrieval_model_dict": _retrieval_model_dict(state, dataset),
         "tags": [],
         "doc_form": dataset.doc_form,
         "external_knowledge_info": None,
