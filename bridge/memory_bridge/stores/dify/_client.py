@@ -35,6 +35,8 @@ def version_tuple(text: str) -> tuple[int, ...] | None:
 
 
 def _message(response: httpx.Response) -> str:
+    if "html" in response.headers.get("content-type", ""):
+        return response.reason_phrase or "an HTML error page"  # a proxy (nginx) answered, not Dify
     try:
         body = response.json()
     except ValueError:

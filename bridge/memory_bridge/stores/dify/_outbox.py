@@ -118,6 +118,7 @@ class DurableKnowledgeStore:
         self.outbox = outbox
         self.url = inner.url
         self._quiet_until = 0.0  # after an outage, writes queue at once for a few seconds
+        self._slots: list[SlotInfo] | None = None
 
     async def _apply(self, operation: str, payload: dict[str, Any]) -> Any:
         if operation == "upsert":
@@ -181,7 +182,13 @@ class DurableKnowledgeStore:
     # -- reads pass through -------------------------------------------------------------------
 
     async def list_slots(self) -> list[SlotInfo]:
-        return await self.inner.list_slots()
+        """The slots; during an outage the last known list, so writes can still be queued."""
+        try:
+            self._slots = await self.inner.list_slots()
+        except StoreUnavailable:
+            if self._slots is None:
+                raise
+        return self._slots
 
     async def create_slot(self, name: str, description: str = "") -> tuple[SlotInfo, bool]:
         return await self.inner.create_slot(name, description)
