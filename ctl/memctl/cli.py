@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .commands.dify import dify
 from .commands.migrate_store import migrate_store
 from .commands.serve import serve
 from .commands.status import status
@@ -30,3 +31,4 @@ cli.add_command(up)
 cli.add_command(serve)
 cli.add_command(migrate_store)
 cli.add_command(status)
+cli.add_command(dify)

@@ -30,8 +30,8 @@ def payload(result: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def dify() -> Iterator[tuple[str, Any]]:
-    """The emulator served by uvicorn on 127.0.0.1, onboarded with memctl's slots."""
+def served() -> Iterator[tuple[str, Any]]:
+    """A fresh emulator served by uvicorn on 127.0.0.1."""
     app = create_app()
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
@@ -40,15 +40,68 @@ def dify() -> Iterator[tuple[str, Any]]:
     deadline = time.monotonic() + 10
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.02)
-    origin = f"http://127.0.0.1:{port}"
-    report = anyio.run(
-        lambda: onboard(
-            origin, email="admin@example.com", password="Passw0rd123", slots=("knowledge", "self_improvement")
-        )
-    )
-    yield origin, (app, report.api_key)
+    yield f"http://127.0.0.1:{port}", app
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture
+def dify(served: tuple[str, Any]) -> tuple[str, Any]:
+    """The served emulator, onboarded with memctl's slots."""
+    origin, app = served
+    slots = ("knowledge", "self_improvement")
+    report = anyio.run(
+        lambda: onboard(origin, email="admin@example.com", password="Passw0rd123", slots=slots)
+    )
+    return origin, (app, report.api_key)
+
+
+def test_memctl_dify_onboard_is_idempotent_and_keeps_secrets_in_files(
+    served: tuple[str, Any], tmp_path: Path
+) -> None:
+    origin, app = served
+    password = tmp_path / "admin-password"
+    password.write_text("Passw0rd123\n")
+    password.chmod(0o600)
+    key_file = tmp_path / ".memory" / "dify-key"
+    command = [
+        sys.executable,
+        "-m",
+        "memctl",
+        "dify",
+        "onboard",
+        "--url",
+        origin,
+        "--email",
+        "admin@example.com",
+        "--password-file",
+        str(password),
+        "--key-file",
+        str(key_file),
+        "--project",
+        str(tmp_path),
+        "--json",
+    ]
+    first = subprocess.run(command, env=bridge_env(), capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert report["setup"] == "done now" and report["key_created"]
+    assert set(report["created_slots"]) == {
+        "daily",
+        "knowledge",
+        "plans",
+        "investigations",
+        "self_improvement",
+    }
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    key = key_file.read_text().strip()
+    assert key.startswith("dataset-") and key not in first.stdout + first.stderr
+    again = json.loads(
+        subprocess.run(command, env=bridge_env(), capture_output=True, text=True, timeout=60).stdout
+    )
+    assert (again["setup"], again["key_created"], again["created_slots"]) == ("already done", False, [])
+    assert key_file.read_text().strip() == key
+    assert len(app.state.dify.api_keys) == 1
 
 
 def status(project: Path, env: dict[str, str]) -> dict[str, Any]:
