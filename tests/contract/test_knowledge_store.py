@@ -34,9 +34,9 @@ def minilm() -> LazyEmbedder:
     return LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(2))
 
 
-async def dify_store(embedder: LazyEmbedder) -> KnowledgeStore:
+async def dify_store(embedder: LazyEmbedder, version: str) -> KnowledgeStore:
     """The Dify store against a fresh emulator (in process, over httpx's ASGI transport)."""
-    app = create_app(embedder=embedder)
+    app = create_app(embedder=embedder, version=version)
     key = app.state.dify.add_api_key()
     store = DifyKnowledgeStore(
         "http://dify.test/v1", key, default_slots=SLOTS, transport=httpx.ASGITransport(app=app)
@@ -46,7 +46,7 @@ async def dify_store(embedder: LazyEmbedder) -> KnowledgeStore:
     return store
 
 
-@pytest.fixture(params=["sqlite+minilm", "sqlite-keywords", "dify+minilm"])
+@pytest.fixture(params=["sqlite+minilm", "sqlite-keywords", "dify-1.16+minilm", "dify-1.14+minilm"])
 async def make_knowledge(
     request: pytest.FixtureRequest, tmp_path: Path, minilm: LazyEmbedder
 ) -> AsyncIterator[KnowledgeFactory]:
@@ -54,8 +54,8 @@ async def make_knowledge(
 
     async def factory() -> KnowledgeStore:
         store: KnowledgeStore
-        if request.param == "dify+minilm":
-            store = await dify_store(minilm)
+        if request.param.startswith("dify-"):
+            store = await dify_store(minilm, request.param.removeprefix("dify-").split("+")[0] + ".0")
         else:
             embedder = minilm if request.param == "sqlite+minilm" else None
             store = SqliteKnowledgeStore(

@@ -215,3 +215,46 @@ async def test_onboarding_with_a_wrong_password_is_refused(app: Any) -> None:
     await onboard(BASE, email="admin@example.com", password="Passw0rd123", transport=transport)
     with pytest.raises(AccessDenied, match="log in"):
         await onboard(BASE, email="admin@example.com", password="wrong-pass1", transport=transport)
+
+
+async def test_listing_pages_through_every_document(
+    store: DifyKnowledgeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("memory_bridge.stores.dify._client._PAGE", 2)
+    for n in range(7):
+        await store.upsert(
+            "knowledge", f"doc-{n}.md", f"Document number {n}.", DocMetadata(scope="p"), origin="t"
+        )
+    docs, total = await store.list_documents("knowledge", offset=0, limit=100)
+    assert total == 7 and sorted(d.name for d in docs) == [f"doc-{n}.md" for n in range(7)]
+
+
+async def test_a_save_returns_at_once_or_waits_until_indexed(app: Any) -> None:
+    app.state.dify.indexing_delay = 0.4
+    quick = await store_for(app)
+    patient = await store_for(app, wait_indexed=True)
+    try:
+        first = await quick.upsert(
+            "knowledge", "a.md", "Indexing takes a while here.", DocMetadata(), origin="t"
+        )
+        assert first.indexing_status == "waiting"
+        second = await patient.upsert(
+            "knowledge", "b.md", "This one waits for it.", DocMetadata(), origin="t"
+        )
+        assert second.indexing_status == "completed"
+    finally:
+        await quick.close()
+        await patient.close()
+
+
+@pytest.mark.parametrize("version", ["1.8.0", "1.9.5", "1.16.0"])
+async def test_onboarding_logs_in_the_way_each_version_wants(version: str) -> None:
+    old = create_app(version=version)
+    report = await onboard(
+        BASE,
+        email="admin@example.com",
+        password="Passw0rd123",
+        slots=("knowledge",),
+        transport=httpx.ASGITransport(app=old),
+    )
+    assert report.key_created and report.version == version
