@@ -17,6 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
+from memory_bridge.tools._entries import ENTRY_TOOLS
 from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
 
 from ..bridges import HttpBridge, bridge_env, free_port, http_bridge
@@ -68,16 +69,7 @@ def token_bridge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Htt
 async def test_save_and_search_over_both_protocol_eras(bridge: HttpBridge, mode: str) -> None:
     async with Client(bridge.mcp_url, mode=mode) as client:  # type: ignore[arg-type]
         tools = {tool.name for tool in (await client.list_tools()).tools}
-        assert tools == {
-            "memory_search",
-            "memory_get",
-            "memory_set",
-            "memory_list",
-            "memory_delete",
-            "memory_history",
-            "memory_rollback",
-            "memory_prune_candidates",
-        } | set(KNOWLEDGE_TOOLS)
+        assert tools == set(ENTRY_TOOLS) | set(KNOWLEDGE_TOOLS)
         entry_id = f"runbook-{mode}"
         saved = payload(await client.call_tool("memory_set", {**ENTRY, "id": entry_id}))
         assert saved["ok"] is True and saved["revision"] >= 1

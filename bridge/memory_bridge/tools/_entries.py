@@ -6,7 +6,6 @@ import time
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ..core import _entries as ops
@@ -25,7 +24,7 @@ from ..core._fields import (
     Title,
 )
 from ..stores._base import EntryWrite
-from ._register import ToolResult, tool_registrar
+from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolResult, tool_registrar
 from ._state import AppState
 
 __all__ = ["ENTRY_TOOLS", "register_entry_tools"]
@@ -42,23 +41,12 @@ ENTRY_TOOLS = (
 )
 
 
-_READ_ONLY = ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-_WRITE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-_DESTRUCTIVE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
-)
-
-
 def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
     """Add the entry tools to `mcp`, serving `state.store`."""
     settings = state.settings
     tool = tool_registrar(mcp)
 
-    @tool("Search memory entries", _READ_ONLY)
+    @tool("Search memory entries", READ_ONLY)
     async def memory_search(
         tags: Annotated[Tags | None, Field(description="Only entries carrying all of these tags.")] = None,
         type: Annotated[EntryType | None, Field(description="Only entries of this type.")] = None,
@@ -88,7 +76,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
             state.metrics.search_empty_total.inc()
         return result
 
-    @tool("Get a memory entry", _READ_ONLY)
+    @tool("Get a memory entry", READ_ONLY)
     async def memory_get(id: ExistingId) -> ToolResult:
         """Fetch one entry by id with its current revision; counts a hit.
 
@@ -96,7 +84,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         """
         return await ops.get_entry(state.store, id)
 
-    @tool("Create or update a memory entry", _WRITE)
+    @tool("Create or update a memory entry", WRITE)
     async def memory_set(
         id: EntryId,
         title: Title,
@@ -148,7 +136,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
             state.metrics.write_total.inc()
         return result
 
-    @tool("List memory entries", _READ_ONLY)
+    @tool("List memory entries", READ_ONLY)
     async def memory_list(
         type: Annotated[EntryType | None, Field(description="Only entries of this type.")] = None,
         project: Annotated[
@@ -163,12 +151,12 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
             state.store, type=type, project=project, sort=sort, limit=limit, cursor=cursor
         )
 
-    @tool("Delete a memory entry", _DESTRUCTIVE)
+    @tool("Delete a memory entry", DESTRUCTIVE)
     async def memory_delete(id: ExistingId) -> ToolResult:
         """Delete an entry. Its history keeps a tombstone, so memory_rollback can restore it."""
         return await ops.delete_entry(state.store, id)
 
-    @tool("Show an entry's history", _READ_ONLY)
+    @tool("Show an entry's history", READ_ONLY)
     async def memory_history(
         id: ExistingId,
         limit: Annotated[int, Field(gt=0, le=1000, description="How many versions, newest first.")] = 10,
@@ -176,7 +164,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         """Past versions of an entry, newest first (index 0), including deletions."""
         return await ops.entry_history(state.store, id, limit)
 
-    @tool("Roll an entry back", _DESTRUCTIVE)
+    @tool("Roll an entry back", DESTRUCTIVE)
     async def memory_rollback(
         id: ExistingId,
         version_index: Annotated[
@@ -188,7 +176,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         state.metrics.write_total.inc()
         return result
 
-    @tool("Find entries to prune", _READ_ONLY)
+    @tool("Find entries to prune", READ_ONLY)
     async def memory_prune_candidates(
         days: Annotated[int, Field(gt=0, le=36_500, description="Not updated for this many days.")] = 30,
         limit: Annotated[int, Field(gt=0, le=500, description="Page size.")] = 100,

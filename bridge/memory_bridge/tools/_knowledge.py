@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._errors import NotFound
@@ -14,7 +13,7 @@ from ..core import _knowledge as kn
 from ..core._audit import audit_memory
 from ..core._workspace import DEFAULT_IGNORE, DEFAULT_INCLUDE, read_workspace_file, scan_workspace
 from ..stores._knowledge import DocMetadata
-from ._register import ToolResult, tool_registrar
+from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolResult, tool_registrar
 from ._state import AppState
 
 __all__ = ["KNOWLEDGE_TOOLS", "register_knowledge_tools"]
@@ -37,15 +36,6 @@ KNOWLEDGE_TOOLS = (
     "get_memory_config",
 )
 
-_READ = ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-_UPSERT = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-_DESTROY = ToolAnnotations(
-    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-)
 
 Slug = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[a-z0-9][a-z0-9_-]*$")]
 Facet = Annotated[str, Field(min_length=1, max_length=200)]
@@ -122,7 +112,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
     ctx = kn.KnowledgeContext(state.knowledge, settings.project_scope, settings.max_results)
     tool = tool_registrar(mcp)
 
-    @tool("Search knowledge memory", _READ)
+    @tool("Search knowledge memory", READ_ONLY)
     async def search_memory(
         query: Query,
         datasets: Annotated[
@@ -148,7 +138,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             max_results=maxResults,
         )
 
-    @tool("Recall lessons before work", _READ)
+    @tool("Recall lessons before work", READ_ONLY)
     async def recall_lessons(
         query: Query,
         project_module: Facet | None = None,
@@ -182,7 +172,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             max_results=maxResults,
         )
 
-    @tool("Save a lesson", _UPSERT)
+    @tool("Save a lesson", WRITE)
     async def save_lesson(
         title: Annotated[str, Field(min_length=1, max_length=180)],
         body: Annotated[str, Field(min_length=1, max_length=10_000)],
@@ -205,7 +195,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             evidence=evidence,
         )
 
-    @tool("Save a document to a slot", _UPSERT)
+    @tool("Save a document to a slot", WRITE)
     async def save_to_dataset(
         dataset: Dataset,
         name: DocName,
@@ -219,7 +209,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
         """
         return await kn.save_to_dataset(ctx, dataset=dataset, name=name, text=text, metadata=_dump(metadata))
 
-    @tool("Write a document", _UPSERT)
+    @tool("Write a document", WRITE)
     async def write_memory(
         name: DocName,
         text: Annotated[str, Field(min_length=20, max_length=200_000)],
@@ -242,7 +232,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             require_supersedes=False,
         )
 
-    @tool("Replace a document", _UPSERT)
+    @tool("Replace a document", WRITE)
     async def update_memory(
         name: DocName,
         text: Annotated[str, Field(min_length=20, max_length=200_000)],
@@ -261,7 +251,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             require_supersedes=True,
         )
 
-    @tool("List knowledge slots", _READ)
+    @tool("List knowledge slots", READ_ONLY)
     async def list_datasets() -> ToolResult:
         """Every knowledge slot with its id and document count."""
         slots = await state.knowledge.list_slots()
@@ -279,7 +269,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             "declaredLocally": [{"name": s.name, "configuredId": s.id} for s in slots],
         }
 
-    @tool("Create a knowledge slot", _UPSERT)
+    @tool("Create a knowledge slot", WRITE)
     async def create_dataset(
         name: Slug,
         description: Annotated[str | None, Field(max_length=500)] = None,
@@ -311,22 +301,22 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             "result": action + "d",
         }
 
-    @tool("Delete a document", _DESTROY)
+    @tool("Delete a document", DESTRUCTIVE)
     async def delete_document(dataset: Dataset, documentId: DocumentId) -> ToolResult:
         """Delete a document permanently. Prefer disable_document to retire one reversibly."""
         return await _document_status(dataset, documentId, "delete")
 
-    @tool("Disable a document", _UPSERT)
+    @tool("Disable a document", WRITE)
     async def disable_document(dataset: Dataset, documentId: DocumentId) -> ToolResult:
         """Hide a document from search without deleting it."""
         return await _document_status(dataset, documentId, "disable")
 
-    @tool("Enable a document", _UPSERT)
+    @tool("Enable a document", WRITE)
     async def enable_document(dataset: Dataset, documentId: DocumentId) -> ToolResult:
         """Make a disabled document searchable again."""
         return await _document_status(dataset, documentId, "enable")
 
-    @tool("Audit memory", _READ, name="audit_memory")
+    @tool("Audit memory", READ_ONLY, name="audit_memory")
     async def audit_memory_tool(
         classes: list[AuditClass] | None = None,
         staleLoreDays: Annotated[int | None, Field(ge=1, le=3650)] = None,
@@ -340,7 +330,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             stale_lore_days=staleLoreDays or settings.audit_lore_stale_days,
         )
 
-    @tool("Scan workspace documents", _READ)
+    @tool("Scan workspace documents", READ_ONLY)
     async def scan_documents(
         include: Annotated[
             list[str] | None, Field(description="Globs replacing the default includes.")
@@ -359,7 +349,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             "files": [f.to_dict() for f in files],
         }
 
-    @tool("Absorb workspace files", _UPSERT)
+    @tool("Absorb workspace files", WRITE)
     async def absorb_files(
         files: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=1000)]], Field(min_length=1, max_length=500)
@@ -411,7 +401,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             "results": results,
         }
 
-    @tool("Show memory configuration", _READ)
+    @tool("Show memory configuration", READ_ONLY)
     async def get_memory_config() -> ToolResult:
         """How this memory is set up: stores, slots, scope, embedding model. Shows no secret."""
         embedder = getattr(state.knowledge, "embedder", None)

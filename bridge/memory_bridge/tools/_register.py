@@ -13,7 +13,17 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from .._errors import StoreError
 
-__all__ = ["ToolFn", "ToolResult", "error_result", "tool_registrar"]
+__all__ = ["DESTRUCTIVE", "READ_ONLY", "WRITE", "ToolFn", "ToolResult", "error_result", "tool_registrar"]
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
 
 ToolResult = dict[str, Any]
 ToolFn = Callable[..., Awaitable[ToolResult]]

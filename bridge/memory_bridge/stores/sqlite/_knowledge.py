@@ -265,31 +265,26 @@ class SqliteKnowledgeStore:
                 self._index.add(passages, rowid, vectors)
             self._index.generation = generation
 
-    async def get(self, slot: str, document_id: str) -> Document | None:
+    async def _one(self, slot: str, column: str, value: str, operation: str) -> Document | None:
+        """The slot's document whose `column` (id or name) equals `value`."""
+
         def run(conn: sqlite3.Connection, now: float) -> Document | None:
             slot_id = self._slot_id(conn, slot)
             row = conn.execute(
                 f"SELECT {_DOC_COLUMNS} FROM documents AS d JOIN slots AS s ON s.id = d.slot_id"
-                " WHERE d.slot_id = ? AND d.id = ?",
-                (slot_id, document_id),
+                f" WHERE d.slot_id = ? AND d.{column} = ?",
+                (slot_id, value),
             ).fetchone()
             return None if row is None else _document(conn, row)
 
         await self._ensure_default_slots()
-        return await self._db.read("get_document", run)
+        return await self._db.read(operation, run)
+
+    async def get(self, slot: str, document_id: str) -> Document | None:
+        return await self._one(slot, "id", document_id, "get_document")
 
     async def find(self, slot: str, name: str) -> Document | None:
-        def run(conn: sqlite3.Connection, now: float) -> Document | None:
-            slot_id = self._slot_id(conn, slot)
-            row = conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents AS d JOIN slots AS s ON s.id = d.slot_id"
-                " WHERE d.slot_id = ? AND d.name = ?",
-                (slot_id, name),
-            ).fetchone()
-            return None if row is None else _document(conn, row)
-
-        await self._ensure_default_slots()
-        return await self._db.read("find_document", run)
+        return await self._one(slot, "name", name, "find_document")
 
     async def list_documents(self, slot: str, *, offset: int, limit: int) -> tuple[list[Document], int]:
         def run(conn: sqlite3.Connection, now: float) -> tuple[list[Document], int]:
