@@ -30,6 +30,7 @@ def test_version() -> None:
 
 
 def test_up_provisions_and_round_trips_through_a_real_client(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"mine": {"command": "my-server"}}}')
     run = subprocess.run(
         [sys.executable, "-m", "memctl", "up", "--project", str(tmp_path), "--json"],
         env=bridge_env(),
@@ -41,7 +42,10 @@ def test_up_provisions_and_round_trips_through_a_real_client(tmp_path: Path) -> 
     report = json.loads(run.stdout)
     assert report["ok"] is True and report["tools"] == len(ENTRY_TOOLS) + len(KNOWLEDGE_TOOLS)
     assert report["found"] == "memctl/setup" and report["saved"] == "created"
-    assert report["mcp_json"]["mcpServers"]["memory"]["args"] == ["serve", "--project", str(tmp_path)]
+    registered = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]
+    assert registered["mine"] == {"command": "my-server"}, "the user's own server is untouched"
+    assert registered["memory"]["args"] == ["serve", "--project", str(tmp_path)]
+    assert report["changed"] > 0
     again = subprocess.run(
         [sys.executable, "-m", "memctl", "up", "--project", str(tmp_path), "--json"],
         env=bridge_env(),
@@ -49,7 +53,18 @@ def test_up_provisions_and_round_trips_through_a_real_client(tmp_path: Path) -> 
         text=True,
         timeout=60,
     )
-    assert json.loads(again.stdout)["saved"] == "already present"
+    second = json.loads(again.stdout)
+    assert second["saved"] == "already present"
+    assert second["changed"] == 0 and {c["action"] for c in second["changes"]} == {"unchanged"}
+
+
+def test_up_check_changes_nothing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["up", "--project", str(tmp_path), "--check", "--diff", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["check"] is True and report["changed"] > 0
+    assert any(c["path"].endswith(".mcp.json") and "diff" in c for c in report["changes"])
+    assert list(tmp_path.iterdir()) == [], "nothing written, no store created"
 
 
 def test_up_reports_a_bad_store_url_with_exit_code_2(tmp_path: Path) -> None:
