@@ -47,7 +47,9 @@ __all__ = ["ValkeyEntryStore"]
 
 T = TypeVar("T")
 CALL_TIMEOUT_SECONDS = 2.0  # one entry: an outage shows within this
-BULK_TIMEOUT_SECONDS = 120.0  # scans over the whole store (unfiltered reads, export, import)
+# Reads over many entries (search, list, prune, export, import) may take longer on a large
+# store; an outage still shows within a second or two through the socket timeouts.
+BULK_TIMEOUT_SECONDS = 120.0
 _BATCH = 500
 _PENDING_OPERATION_SECONDS = 30
 
@@ -97,10 +99,6 @@ def _matches(entry: Entry, flt: EntryFilter) -> bool:
         and (flt.type is None or entry.type == flt.type)
         and (flt.project is None or entry.project == flt.project)
     )
-
-
-def _unfiltered(flt: EntryFilter) -> bool:
-    return not flt.tags and flt.type is None and flt.project is None
 
 
 def _connect(target: ValkeyTarget) -> Any:
@@ -403,14 +401,14 @@ class ValkeyEntryStore:
             ranked, mode = rank(candidates, terms)
             return EntryPage(ranked[offset : offset + limit], len(ranked), match=mode)
 
-        return await self._run("memory_search", work, bulk=_unfiltered(flt))
+        return await self._run("memory_search", work, bulk=True)
 
     async def list_entries(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:
             ordered = sorted(await self._candidates(flt), key=_SORT_KEYS[sort])
             return EntryPage(ordered[offset : offset + limit], len(ordered))
 
-        return await self._run("memory_list", work, bulk=_unfiltered(flt))
+        return await self._run("memory_list", work, bulk=True)
 
     async def prune_candidates(self, cutoff: str, *, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:
