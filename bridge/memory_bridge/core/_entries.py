@@ -74,7 +74,8 @@ async def set_entry(
             "id": outcome.id,
             "recorded_id": outcome.recorded_id,
         }
-    warning = soft_cap_warning(await store.count(), max_entries_warn)
+    count = outcome.entry_count if outcome.entry_count is not None else await store.count()
+    warning = soft_cap_warning(count, max_entries_warn)
     result: dict[str, Any] = {
         "ok": True,
         "id": outcome.id,

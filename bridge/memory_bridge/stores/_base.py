@@ -83,6 +83,7 @@ class SetOutcome:
     revision: int = 0
     current_revision: int = 0  # conflict only
     recorded_id: str = ""  # op_mismatch only
+    entry_count: int | None = None  # live entries after the write, when the store knows it cheaply
 
 
 @dataclass(frozen=True, slots=True)

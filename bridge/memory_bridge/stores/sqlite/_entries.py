@@ -250,7 +250,8 @@ class SqliteEntryStore:
                     " VALUES (?, ?, ?, ?, ?)",
                     (operation_id, write.id, revision, operation, now + self._operation_ttl),
                 )
-            return SetOutcome("applied", write.id, operation=operation, revision=revision)
+            count = int(conn.execute("SELECT value FROM meta WHERE key = 'entry_count'").fetchone()[0])
+            return SetOutcome("applied", write.id, operation=operation, revision=revision, entry_count=count)
 
         return await self._write("memory_set", run)
 
