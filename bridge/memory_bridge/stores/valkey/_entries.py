@@ -40,7 +40,7 @@ from ._cluster import apply_book, sweep_cluster
 from ._errors import map_valkey_errors
 from ._keys import KeyLayout
 from ._rank import rank
-from ._scripts import DELETE, GET, IMPORT, OP_RESERVE, SWEEP, WRITE
+from ._scripts import DELETE, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
 __all__ = ["ValkeyEntryStore"]
@@ -110,7 +110,7 @@ def _connect(target: ValkeyTarget) -> Any:
         "socket_timeout": CALL_TIMEOUT_SECONDS * 0.75,
         "socket_connect_timeout": CALL_TIMEOUT_SECONDS * 0.5,
         "retry": Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=1),
-        "decode_responses": False,
+        "decode_responses": True,
     }
     if target.cluster:
         nodes = [ClusterNode(host, port) for host, port in target.nodes]
@@ -150,6 +150,7 @@ class ValkeyEntryStore:
         self._sweep = self._client.register_script(SWEEP)
         self._import = self._client.register_script(IMPORT)
         self._op_reserve = self._client.register_script(OP_RESERVE)
+        self._fetch_many = self._client.register_script(FETCH)
         self._hits_zero: tuple[float, int] | None = None
         self._count_ready = False
 
@@ -196,10 +197,14 @@ class ValkeyEntryStore:
         entries: list[Entry] = []
         for start in range(0, len(ids), _BATCH):
             chunk = ids[start : start + _BATCH]
-            pipe = self._client.pipeline(transaction=False)
-            for id in chunk:
-                pipe.hgetall(self.keys.entry("mem:", id))
-            for id, raw in zip(chunk, await pipe.execute(), strict=True):
+            if self._cluster:  # keys in many slots: one pipelined HGETALL each
+                pipe = self._client.pipeline(transaction=False)
+                for id in chunk:
+                    pipe.hgetall(self.keys.entry("mem:", id))
+                replies = await pipe.execute()
+            else:
+                replies = await self._fetch_many(keys=[], args=[self.keys.prefix, *chunk])
+            for id, raw in zip(chunk, replies, strict=True):
                 fields = _decode_hash(raw)
                 if "title" in fields:
                     entries.append(_entry(id, fields))

@@ -19,7 +19,7 @@ Arguments arrive as one JSON object in ARGV[1]; results leave as one JSON object
 
 from __future__ import annotations
 
-__all__ = ["DELETE", "GET", "IMPORT", "OP_RESERVE", "SWEEP", "WRITE"]
+__all__ = ["DELETE", "FETCH", "GET", "IMPORT", "OP_RESERVE", "SWEEP", "WRITE"]
 
 _PRELUDE = r"""
 local book = {}
@@ -295,4 +295,14 @@ end
 redis.call('HSET', KEYS[1], 'memory_id', a.id, 'state', 'pending')
 redis.call('EXPIRE', KEYS[1], a.pending_ttl)
 return cjson.encode({status = 'reserved'})
+"""
+
+# Single-node mode only: many entries' hashes in one reply (a pipeline parses one reply
+# per key, which dominated search time). ARGV: prefix, then the ids.
+FETCH = r"""
+local out = {}
+for i = 2, #ARGV do
+  out[#out + 1] = redis.call('HGETALL', ARGV[1] .. 'mem:' .. ARGV[i])
+end
+return out
 """
