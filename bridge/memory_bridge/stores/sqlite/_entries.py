@@ -372,6 +372,31 @@ class SqliteEntryStore:
         ).fetchall()
         return [entry_of(r) for r in rows], total
 
+    @staticmethod
+    def _ranked_page(
+        conn: sqlite3.Connection, source: str, where: list[str], params: list[Any], offset: int, limit: int
+    ) -> tuple[list[Entry], int]:
+        """Keyword matches by BM25, then hits, then recency: one pass over the matches gives
+        both the page and the total (a separate count would run the full-text query twice)."""
+        condition = " AND ".join(where)
+        matches = conn.execute(
+            f"SELECT e.rowid, {RANK}, e.hits, e.updated, e.id FROM {source} WHERE {condition}", params
+        ).fetchall()
+        matches.sort(key=lambda m: m[4])
+        matches.sort(key=lambda m: m[3], reverse=True)
+        matches.sort(key=lambda m: (m[1], -m[2]))
+        page = [m[0] for m in matches[offset : offset + limit]]
+        if not page:
+            return [], len(matches)
+        marks = ", ".join("?" for _ in page)
+        rows = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                f"SELECT e.rowid, {ENTRY_COLUMNS} FROM entries AS e WHERE e.rowid IN ({marks})", page
+            )
+        }
+        return [entry_of(rows[rowid]) for rowid in page], len(matches)
+
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         def run(conn: sqlite3.Connection, now: float) -> EntryPage:
             where, params = self._filter_sql(flt, now)
@@ -389,7 +414,6 @@ class SqliteEntryStore:
                 )
                 return EntryPage(entries, total, match="all")
             source = "entries_fts JOIN entries AS e ON e.rowid = entries_fts.rowid"
-            order = f"{RANK}, e.hits DESC, e.updated DESC, e.id"
             mode: Literal["all", "any"]
             for mode in ("all", "any"):
                 fts_where = ["entries_fts MATCH ?", *where]
@@ -400,7 +424,7 @@ class SqliteEntryStore:
                     )
                     if page is not None:
                         return replace(page, match=mode, extra=extra)
-                entries, total = self._page(conn, source, fts_where, fts_params, order, offset, limit)
+                entries, total = self._ranked_page(conn, source, fts_where, fts_params, offset, limit)
                 if total or len(terms) == 1:
                     break
             if not total and semantic is not None and vector is not None:  # no word matched: by meaning
