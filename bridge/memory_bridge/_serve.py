@@ -22,6 +22,7 @@ __all__ = ["open_state", "run_bridge", "serve_http", "serve_stdio"]
 
 log = logging.getLogger("memctl.bridge")
 ENTRY_EMBED_INTERVAL_SECONDS = 2.0
+STARTUP_GRACE_SECONDS = 1.0
 
 
 @asynccontextmanager
@@ -46,6 +47,7 @@ async def open_state(settings: Settings) -> AsyncIterator[AppState]:
 
 async def _sweep_forever(state: AppState) -> None:
     """Drop expired entries; re-embed passages a model change left behind."""
+    await anyio.sleep(STARTUP_GRACE_SECONDS)  # let the first client's requests go first
     while True:
         try:
             await state.store.sweep()

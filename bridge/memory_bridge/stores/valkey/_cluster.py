@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from valkey.asyncio.cluster import ValkeyCluster
+if TYPE_CHECKING:
+    from valkey.asyncio.cluster import ValkeyCluster
+
 
 from ._keys import KeyLayout
 

@@ -15,12 +15,6 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
-import valkey.asyncio as valkey_async
-from valkey.asyncio.cluster import ClusterNode, ValkeyCluster
-from valkey.asyncio.retry import Retry
-from valkey.backoff import ExponentialBackoff
-from valkey.exceptions import ConnectionError as ValkeyConnectionError
-from valkey.exceptions import TimeoutError as ValkeyTimeoutError
 
 from ..._errors import NotFound, StoreError, StoreUnavailable
 from .._base import (
@@ -102,6 +96,15 @@ def _matches(entry: Entry, flt: EntryFilter) -> bool:
 
 
 def _connect(target: ValkeyTarget) -> Any:
+    """A client for the target; valkey-py is imported here, on first use, because importing
+    it takes about half a second and a stdio bridge must start fast."""
+    import valkey.asyncio as valkey_async
+    from valkey.asyncio.cluster import ClusterNode, ValkeyCluster
+    from valkey.asyncio.retry import Retry
+    from valkey.backoff import ExponentialBackoff
+    from valkey.exceptions import ConnectionError as ValkeyConnectionError
+    from valkey.exceptions import TimeoutError as ValkeyTimeoutError
+
     options: dict[str, Any] = {
         "username": target.username,
         "password": target.password,
@@ -143,6 +146,13 @@ class ValkeyEntryStore:
         self._max_versions = max_versions
         self._operation_ttl = operation_ttl
         self._clock = clock
+        self._client: Any = None  # connected on first use (see _connect)
+        self._hits_zero: tuple[float, int] | None = None
+        self._count_ready = False
+
+    def _connected(self) -> None:
+        if self._client is not None:
+            return
         self._client = _connect(self.target)
         self._write = self._client.register_script(WRITE)
         self._delete = self._client.register_script(DELETE)
@@ -151,13 +161,12 @@ class ValkeyEntryStore:
         self._import = self._client.register_script(IMPORT)
         self._op_reserve = self._client.register_script(OP_RESERVE)
         self._fetch_many = self._client.register_script(FETCH)
-        self._hits_zero: tuple[float, int] | None = None
-        self._count_ready = False
 
     # -- plumbing ---------------------------------------------------------------------------
 
     @asynccontextmanager
     async def _call(self, operation: str, timeout: float = CALL_TIMEOUT_SECONDS) -> AsyncIterator[None]:
+        self._connected()
         with map_valkey_errors(operation, self.url, timeout), anyio.fail_after(timeout):
             yield
 
@@ -539,4 +548,5 @@ class ValkeyEntryStore:
             await self._client.ping()
 
     async def close(self) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            await self._client.aclose()

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from valkey import exceptions as vx
-
 from ..._errors import StoreError, StoreUnavailable
 
 __all__ = ["map_valkey_errors"]
@@ -15,6 +13,8 @@ __all__ = ["map_valkey_errors"]
 @contextmanager
 def map_valkey_errors(operation: str, url: str, timeout: float) -> Iterator[None]:
     """Translate valkey-py failures (and our call deadline) raised inside the block."""
+    from valkey import exceptions as vx  # imported with the client, on first use
+
     try:
         yield
     except vx.AuthenticationError as exc:
