@@ -258,3 +258,32 @@ async def test_onboarding_logs_in_the_way_each_version_wants(version: str) -> No
         transport=httpx.ASGITransport(app=old),
     )
     assert report.key_created and report.version == version
+
+
+async def test_a_bridge_started_during_an_outage_still_queues_saves(
+    store: DifyKnowledgeStore, app: Any, tmp_path: Path
+) -> None:
+    first = DurableKnowledgeStore(store, Outbox(tmp_path / "outbox.db"))
+    assert {s.name for s in await first.list_slots()} == set(SLOTS)
+    await first.close()
+    app.state.dify.outage = 502
+    fresh = DifyKnowledgeStore(
+        f"{BASE}/v1",
+        app.state.dify.add_api_key(),
+        default_slots=SLOTS,
+        transport=httpx.ASGITransport(app=app),
+    )
+    restarted = DurableKnowledgeStore(fresh, Outbox(tmp_path / "outbox.db"))
+    assert {s.name for s in await restarted.list_slots()} == set(SLOTS), "the last known slots, from disk"
+    queued = await restarted.upsert(
+        "knowledge",
+        "late.md",
+        "Saved by a bridge started during the outage.",
+        DocMetadata(scope="p"),
+        origin="t",
+    )
+    assert queued.indexing_status == "queued"
+    app.state.dify.outage = None
+    assert await restarted.upkeep() == 1
+    assert await restarted.find("knowledge", "late.md") is not None
+    await restarted.close()

@@ -46,6 +46,15 @@ _MIGRATIONS = (
         last_error TEXT NOT NULL DEFAULT ''
     );
     """,
+    # 2: the last slot list Dify gave, so writes can be queued by a bridge started during an outage
+    """
+    CREATE TABLE known_slots (
+        name TEXT PRIMARY KEY,
+        id TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        indexing_technique TEXT NOT NULL DEFAULT 'high_quality'
+    ) WITHOUT ROWID;
+    """,
 )
 
 
@@ -90,6 +99,25 @@ class Outbox:
                 (error, int(failed), seq),
             ),
         )
+
+    async def remember_slots(self, slots: list[SlotInfo]) -> None:
+        def run(conn: sqlite3.Connection, now: float) -> None:
+            conn.execute("DELETE FROM known_slots")
+            conn.executemany(
+                "INSERT INTO known_slots (name, id, description, indexing_technique) VALUES (?, ?, ?, ?)",
+                [(s.name, s.id, s.description, s.indexing_technique) for s in slots],
+            )
+
+        await self._db.write("outbox slots", run)
+
+    async def known_slots(self) -> list[SlotInfo]:
+        def run(conn: sqlite3.Connection, now: float) -> list[SlotInfo]:
+            rows = conn.execute(
+                "SELECT name, id, description, indexing_technique FROM known_slots ORDER BY name"
+            )
+            return [SlotInfo(r[0], r[1], r[2], 0, r[3]) for r in rows]
+
+        return await self._db.read("outbox slots", run)
 
     async def status(self) -> OutboxStatus:
         def run(conn: sqlite3.Connection, now: float) -> OutboxStatus:
@@ -182,13 +210,19 @@ class DurableKnowledgeStore:
     # -- reads pass through -------------------------------------------------------------------
 
     async def list_slots(self) -> list[SlotInfo]:
-        """The slots; during an outage the last known list, so writes can still be queued."""
+        """The slots; during an outage the last list Dify gave (kept on disk), so writes can
+        still be queued, also by a bridge that starts while Dify is down."""
         try:
-            self._slots = await self.inner.list_slots()
+            slots = await self.inner.list_slots()
         except StoreUnavailable:
-            if self._slots is None:
+            known = await self.outbox.known_slots()
+            if not known:
                 raise
-        return self._slots
+            return known
+        if slots != self._slots:
+            await self.outbox.remember_slots(slots)
+            self._slots = slots
+        return slots
 
     async def create_slot(self, name: str, description: str = "") -> tuple[SlotInfo, bool]:
         return await self.inner.create_slot(name, description)
