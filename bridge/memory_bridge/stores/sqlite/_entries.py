@@ -42,7 +42,7 @@ from .._query import query_terms
 from ._db import Database
 from ._entry_rows import ENTRY_COLUMNS, LIVE, RANK, RETURNING, entry_of
 from ._entry_semantics import EntrySemantics
-from ._match import match_expression
+from ._match import match_expression, tag_clause
 from ._schema import migrate
 
 __all__ = ["SqliteEntryStore"]
@@ -417,7 +417,7 @@ class SqliteEntryStore:
             mode: Literal["all", "any"]
             for mode in ("all", "any"):
                 fts_where = ["entries_fts MATCH ?", *where]
-                fts_params = [match_expression(terms, mode), *params]
+                fts_params = [match_expression(terms, mode) + tag_clause(flt.tags), *params]
                 if semantic is not None and vector is not None:
                     page = semantic.rank_keyword_matches(
                         conn, vector, source, fts_where, fts_params, offset, limit
