@@ -13,6 +13,7 @@ keeps members of expired entries.
 from __future__ import annotations
 
 import functools
+import heapq
 import json
 import os
 import sqlite3
@@ -382,10 +383,16 @@ class SqliteEntryStore:
         matches = conn.execute(
             f"SELECT e.rowid, {RANK}, e.hits, e.updated, e.id FROM {source} WHERE {condition}", params
         ).fetchall()
-        matches.sort(key=lambda m: m[4])
-        matches.sort(key=lambda m: m[3], reverse=True)
-        matches.sort(key=lambda m: (m[1], -m[2]))
-        page = [m[0] for m in matches[offset : offset + limit]]
+        wanted = offset + limit
+        if len(matches) > 4 * wanted:  # keep only rows that can reach the page (ties included)
+            cutoff = heapq.nsmallest(wanted, ((m[1], -m[2]) for m in matches))[-1]
+            candidates = [m for m in matches if (m[1], -m[2]) <= cutoff]
+        else:
+            candidates = matches
+        candidates.sort(key=lambda m: m[4])
+        candidates.sort(key=lambda m: m[3], reverse=True)
+        candidates.sort(key=lambda m: (m[1], -m[2]))
+        page = [m[0] for m in candidates[offset : offset + limit]]
         if not page:
             return [], len(matches)
         marks = ", ".join("?" for _ in page)
