@@ -40,6 +40,7 @@ import anyio
 import httpx
 from mcp import Client, StdioServerParameters
 
+from _env import git_commit
 from _mcp import BenchError, call_tool, open_client
 from _proc import ProcStats
 from _rmw import lost_updates
@@ -976,15 +977,7 @@ def report(results: dict[str, Any], checked: dict[str, list[Target]]) -> str:
 
 
 def environment() -> dict[str, Any]:
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
+    commit = git_commit(REPO)
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),

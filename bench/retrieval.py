@@ -26,7 +26,6 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
 
+from _env import git_commit
 from memory_bridge.search._embed import Embedder, LazyEmbedder
 from memory_bridge.search._onnx import MINILM_DIMENSION, MINILM_NAME, load_minilm
 from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter, SearchMode, SearchPage
@@ -716,15 +716,7 @@ def targets_report(checks: Sequence[Target], sizes: Sequence[int]) -> str:
 
 def environment() -> dict[str, Any]:
     """Python, platform, cores and the commit the run measured."""
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
+    commit = git_commit(REPO)
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
