@@ -194,26 +194,25 @@ def test_health_turns_503_quickly_when_the_store_becomes_unusable(tmp_path: Path
         assert "removed" in response.json()["error"]
 
 
+def serve_http_once(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `memctl serve --http` that is expected to refuse to start."""
+    command = [
+        sys.executable,
+        "-m",
+        "memctl",
+        "serve",
+        "--project",
+        str(project),
+        "--http",
+        "--port",
+        str(free_port()),
+        *args,
+    ]
+    return subprocess.run(command, env=bridge_env(), capture_output=True, text=True, timeout=30)
+
+
 def test_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memctl",
-            "serve",
-            "--project",
-            str(tmp_path),
-            "--http",
-            "--host",
-            "0.0.0.0",
-            "--port",
-            str(free_port()),
-        ],
-        env=bridge_env(),
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = serve_http_once(tmp_path, "--host", "0.0.0.0")
     assert result.returncode == 2
     assert "without a bearer token" in result.stderr
     assert not (tmp_path / ".memory").exists(), "nothing is created when the bridge refuses to start"
@@ -223,25 +222,7 @@ def test_refuses_a_token_file_others_can_read(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("abc")
     token_file.chmod(0o644)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memctl",
-            "serve",
-            "--project",
-            str(tmp_path),
-            "--http",
-            "--token-file",
-            str(token_file),
-            "--port",
-            str(free_port()),
-        ],
-        env=bridge_env(),
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = serve_http_once(tmp_path, "--token-file", str(token_file))
     assert result.returncode == 2
     assert "chmod 600" in result.stderr
     assert "abc" not in result.stderr
