@@ -1,4 +1,11 @@
-"""memory_bridge: memctl's MCP server (the data plane)."""
+"""memory_bridge: memctl's MCP server (the data plane).
+
+The errors import eagerly; everything else loads on first use, so a command that only needs
+an error class or one store (a hook, an Ansible module) does not pay for the MCP server.
+"""
+
+import importlib as _importlib
+import typing as _typing
 
 from ._errors import (
     AccessDenied,
@@ -10,11 +17,34 @@ from ._errors import (
     StoreError,
     StoreUnavailable,
 )
-from ._serve import open_state, run_bridge, serve_http, serve_stdio
-from ._server import build_server
-from ._settings import Settings, load_settings
-from .stores._base import Entry, EntryStore, EntryWrite
-from .stores._url import open_entry_store
+
+if _typing.TYPE_CHECKING:
+    from ._serve import open_state, run_bridge, serve_http, serve_stdio
+    from ._server import build_server
+    from ._settings import Settings, load_settings
+    from .stores._base import Entry, EntryStore, EntryWrite
+    from .stores._url import open_entry_store
+
+_LAZY = {
+    "open_state": "._serve",
+    "run_bridge": "._serve",
+    "serve_http": "._serve",
+    "serve_stdio": "._serve",
+    "build_server": "._server",
+    "Settings": "._settings",
+    "load_settings": "._settings",
+    "Entry": ".stores._base",
+    "EntryStore": ".stores._base",
+    "EntryWrite": ".stores._base",
+    "open_entry_store": ".stores._url",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name in _LAZY:
+        return getattr(_importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AccessDenied",
