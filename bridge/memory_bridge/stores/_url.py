@@ -30,14 +30,25 @@ def sqlite_path(settings: Settings, url: str | None = None, default_name: str = 
     return Path(parts.path)
 
 
-_VALKEY_SCHEMES = ("valkey", "valkeys", "redis", "rediss")
+_VALKEY_SCHEMES = ("valkey", "valkeys", "redis", "rediss", "valkey+cluster", "valkeys+cluster")
+
+
+def entry_store_scheme(url: str) -> str:
+    """The entry store URL's scheme, or `ConfigError` when memctl has no such store."""
+    scheme = urlsplit(url).scheme or url
+    if scheme not in (*_VALKEY_SCHEMES, "sqlite"):
+        raise ConfigError(
+            f"entry store scheme {scheme!r} is not supported; use sqlite, sqlite:///path, "
+            "valkey://host:port/db or valkeys://host:port/db"
+        )
+    return scheme
 
 
 def open_entry_store(settings: Settings, embedder: LazyEmbedder | None = None) -> EntryStore:
     """Open the entry store the settings name (creating and migrating it if needed).
 
     The embedded store ranks memory_search queries by meaning too when given an embedder."""
-    scheme = urlsplit(settings.entry_store).scheme or settings.entry_store
+    scheme = entry_store_scheme(settings.entry_store)
     if scheme in _VALKEY_SCHEMES:
         from .valkey._entries import ValkeyEntryStore
 
@@ -45,11 +56,6 @@ def open_entry_store(settings: Settings, embedder: LazyEmbedder | None = None) -
             settings.entry_store,
             max_versions=settings.max_versions_per_entry,
             operation_ttl=settings.operation_id_ttl_seconds,
-        )
-    if scheme != "sqlite":
-        raise ConfigError(
-            f"entry store scheme {scheme!r} is not supported; use sqlite, sqlite:///path, "
-            "valkey://host:port/db or valkeys://host:port/db"
         )
     from .sqlite._entries import SqliteEntryStore
 
