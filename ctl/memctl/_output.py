@@ -11,6 +11,8 @@ from rich.console import Console
 
 from memory_bridge import ConfigError, InvalidInput, MemctlError, NotFound, StoreUnavailable
 
+from ._playbook import PlaybookFailed
+
 __all__ = ["EXIT_CODES", "console", "emit_json", "fail", "json_option"]
 
 console = Console(stderr=False, highlight=False)
@@ -20,6 +22,7 @@ EXIT_CODES: dict[type[MemctlError], int] = {
     ConfigError: 2,
     InvalidInput: 2,
     NotFound: 3,
+    PlaybookFailed: 4,
     StoreUnavailable: 5,
 }
 

@@ -10,6 +10,8 @@ from memory_bridge import MemctlError, load_settings, run_bridge
 
 from .._output import fail
 
+BRIDGE_TOKEN = "bridge.token"  # written by the provisioning playbook's bridge role
+
 
 @click.command()
 @click.option(
@@ -23,7 +25,8 @@ from .._output import fail
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="File (mode 0600) with the bearer token required on POST /mcp.",
+    help="File (mode 0600) with the bearer token required on POST /mcp "
+    "(default with --http: the project's .memory/bridge.token, if `memctl up` made one).",
 )
 @click.option(
     "--entry-store",
@@ -61,6 +64,9 @@ def serve(
             entry_store=entry_store,
             log_level=log_level,
         )
+        provisioned = settings.memory_dir / BRIDGE_TOKEN
+        if use_http and settings.bearer_token() is None and provisioned.is_file():
+            settings = settings.model_copy(update={"token_file": provisioned})
         run_bridge(settings, http=use_http)
     except MemctlError as exc:
         fail(exc, as_json=False)

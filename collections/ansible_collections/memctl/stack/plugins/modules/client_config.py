@@ -1,0 +1,119 @@
+"""Ansible module: register a project's memory with its MCP clients by structural merge."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: client_config
+short_description: Register a project's memory server with its MCP clients
+description:
+  - Brings every client configuration file of a workspace up to date by structural merge
+    (C(.mcp.json), C(.claude/settings.json), C(.cursor/mcp.json), C(.vscode/mcp.json),
+    C(.agents/), skills, a C(.gitignore) block and optionally Codex's C(config.toml)).
+  - The user's own entries pass through untouched; a file memctl owns outright that the user
+    edited is reported as a warning and left alone; an unchanged file is not written.
+  - Supports check mode and diff mode. Needs memctl importable by the target's Python.
+options:
+  workspace:
+    description: Absolute path of the project's workspace.
+    type: path
+    required: true
+  clients:
+    description: Clients to configure.
+    type: list
+    elements: str
+    choices: [agents, claude, cursor, vscode]
+    default: [agents, claude, cursor, vscode]
+  codex_config:
+    description: Path of a Codex C(config.toml) to register the server in as well.
+    type: path
+  server_name:
+    description: Name of the MCP server in each client.
+    type: str
+    default: memory
+  hooks:
+    description: Also wire the capture hooks (C(memctl hook <event>)) into the clients.
+    type: bool
+    default: false
+  command:
+    description: How clients start memctl (C(memctl), or an absolute path).
+    type: str
+    default: memctl
+author: memctl
+"""
+
+EXAMPLES = r"""
+- name: Register the memory server with Claude Code and Cursor
+  memctl.stack.client_config:
+    workspace: /srv/projects/app
+    clients: [claude, cursor]
+"""
+
+RETURN = r"""
+files:
+  description: One entry per file, with the action taken (created, updated, unchanged, edited-left-alone).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from pathlib import Path
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_memctl
+
+
+def run(module: AnsibleModule) -> dict[str, Any]:
+    """Plan and apply the client configuration; the module's result."""
+    clients = import_memctl(module, "memctl._clients")
+    errors = import_memctl(module, "memory_bridge._errors")
+    params = module.params
+    codex = Path(params["codex_config"]) if params["codex_config"] else None
+    try:
+        plan = clients.Plan(
+            project=Path(params["workspace"]),
+            server_name=params["server_name"],
+            clients=frozenset(params["clients"]),
+            codex_config=codex,
+            hooks=params["hooks"],
+            command=params["command"],
+        )
+        changes = clients.apply(plan.project, plan, check=module.check_mode)
+    except errors.ConfigError as exc:
+        module.fail_json(msg=str(exc))
+    for change in changes:
+        if change.action == "edited-left-alone":
+            module.warn(f"{change.path}: edited since memctl wrote it; left alone (delete it to get it back)")
+    written = [c for c in changes if c.action in ("created", "updated")]
+    result: dict[str, Any] = {
+        "changed": bool(written),
+        "files": [{"path": str(c.path), "action": c.action} for c in changes],
+    }
+    if module._diff and written:
+        result["diff"] = [{"prepared": c.diff} for c in written if c.diff]
+    return result
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "workspace": {"type": "path", "required": True},
+            "clients": {
+                "type": "list",
+                "elements": "str",
+                "choices": ["agents", "claude", "cursor", "vscode"],
+                "default": ["agents", "claude", "cursor", "vscode"],
+            },
+            "codex_config": {"type": "path"},
+            "server_name": {"type": "str", "default": "memory"},
+            "hooks": {"type": "bool", "default": False},
+            "command": {"type": "str", "default": "memctl"},
+        },
+        supports_check_mode=True,
+    )
+    module.exit_json(**run(module))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Ansible module: create and migrate a project's memory stores, then prove them over MCP."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: memory_store
+short_description: Create and migrate a project's memory stores and check them end to end
+description:
+  - Creates the project's C(.memory/) stores if needed and applies pending schema migrations
+    (embedded SQLite stores; a server store such as Valkey is opened and checked).
+  - With I(smoke), starts C(memctl serve) with a real MCP client over stdio, saves the
+    C(memctl/setup) entry (only if absent) and finds it again by search.
+  - Reports changed only when a store was created or migrated, or the setup entry was saved.
+  - In check mode, reports what would be created or migrated and changes nothing.
+options:
+  workspace:
+    description: Absolute path of the project's workspace.
+    type: path
+    required: true
+  smoke:
+    description: Run the MCP round trip after the stores are ready.
+    type: bool
+    default: true
+author: memctl
+"""
+
+EXAMPLES = r"""
+- name: Create, migrate and check the project's stores
+  memctl.stack.memory_store:
+    workspace: /srv/projects/app
+"""
+
+RETURN = r"""
+entry_store:
+  description: URL of the entry store (secrets removed).
+  returned: success
+  type: str
+stores:
+  description: Each embedded store with its schema version before the run and now.
+  returned: always
+  type: list
+  elements: dict
+smoke:
+  description: The MCP round trip (tools, whether the setup entry was created, timings).
+  returned: when smoke is true and not in check mode
+  type: dict
+"""
+
+from pathlib import Path
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_memctl
+
+
+def run(module: AnsibleModule) -> dict[str, Any]:
+    """Prepare the stores (or, in check mode, say what preparing would do)."""
+    bridge = import_memctl(module, "memory_bridge")
+    stores = import_memctl(module, "memctl._stores")
+    smoke = import_memctl(module, "memctl._smoke")
+    anyio = import_memctl(module, "anyio")
+    workspace = Path(module.params["workspace"])
+    if not workspace.is_dir():
+        module.fail_json(msg=f"workspace {workspace}: not a directory")
+    try:
+        settings = bridge.load_settings(project=workspace)
+        if module.check_mode:
+            states = stores.embedded_states(settings)
+            return {
+                "changed": not all(state.current for state in states),
+                "stores": [_state(state, None) for state in states],
+            }
+        url, before = stores.prepare_stores(settings)
+        after = {state.kind: state.version for state in stores.embedded_states(settings)}
+        result: dict[str, Any] = {
+            "changed": any(state.version != after.get(state.kind) for state in before),
+            "entry_store": url,
+            "stores": [_state(state, after.get(state.kind)) for state in before],
+        }
+        if module.params["smoke"]:
+            report = anyio.run(smoke.round_trip, settings)
+            result["smoke"] = report
+            result["changed"] = result["changed"] or report["saved"] == "created"
+        return result
+    except bridge.MemctlError as exc:
+        module.fail_json(msg=str(exc))
+        raise
+
+
+def _state(state: Any, now: int | None) -> dict[str, Any]:
+    return {"kind": state.kind, "path": str(state.path), "version_before": state.version, "version": now}
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "workspace": {"type": "path", "required": True},
+            "smoke": {"type": "bool", "default": True},
+        },
+        supports_check_mode=True,
+    )
+    module.exit_json(**run(module))
+
+
+if __name__ == "__main__":
+    main()

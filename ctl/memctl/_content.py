@@ -1,0 +1,20 @@
+"""Where memctl's Ansible content lives: inside the installed package, or in this checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory_bridge import ConfigError
+
+__all__ = ["content_root"]
+
+_PACKAGED = Path(__file__).with_name("_ansible")
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def content_root() -> Path:
+    """The directory holding `playbooks/`, `roles/`, `collections/` and `inventories/`."""
+    for root in (_PACKAGED, _CHECKOUT):
+        if (root / "playbooks" / "site.yml").is_file():
+            return root
+    raise ConfigError("memctl's playbooks are missing from this installation; reinstall memctl")

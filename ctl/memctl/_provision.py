@@ -1,0 +1,79 @@
+"""Provision projects: build or load the inventory, run `site.yml`, summarise per project."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ._inventory import Inventory, Project, load_inventory, one_project_inventory
+from ._playbook import Event, PlaybookRun, run_playbook
+
+__all__ = ["memctl_command", "project_for", "provision", "slug_for", "summarise"]
+
+
+def memctl_command() -> str:
+    """`memctl` if clients will find it on PATH, else the absolute path of this one."""
+    if shutil.which("memctl"):
+        return "memctl"
+    beside = Path(sys.executable).with_name("memctl")
+    return str(beside) if beside.exists() else "memctl"
+
+
+def slug_for(directory: Path) -> str:
+    """A project slug from a directory name: lower case letters, digits, '-' and '_'."""
+    slug = re.sub(r"[^a-z0-9_-]+", "-", directory.name.lower()).strip("-_")
+    return slug[:63] or "project"
+
+
+def project_for(directory: Path, **fields: Any) -> Project:
+    """The project of one directory, with the options given on the command line."""
+    return Project(slug=slug_for(directory), workspace=str(directory), **fields)
+
+
+def provision(
+    inventory: Inventory | Project,
+    *,
+    check: bool,
+    diff: bool,
+    on_event: Callable[[Event], None] | None = None,
+) -> tuple[Inventory, PlaybookRun]:
+    """Run the site playbook over an inventory (or over one project on this machine)."""
+    extra = {"memctl_command": memctl_command()}
+    if isinstance(inventory, Inventory):
+        return inventory, run_playbook(
+            "site", inventory.path, check=check, diff=diff, extra_vars=extra, on_event=on_event
+        )
+    with tempfile.TemporaryDirectory(prefix="memctl-up-") as scratch:
+        loaded = load_inventory(one_project_inventory(inventory, Path(scratch)))
+        run = run_playbook("site", loaded.path, check=check, diff=diff, extra_vars=extra, on_event=on_event)
+    return loaded, run
+
+
+def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
+    """One record per project: recap counts and what memctl's own modules reported."""
+    projects = []
+    for machine, project in inventory.projects:
+        results = [r for r in run.results if r["host"] == project.slug]
+        record: dict[str, Any] = {
+            "slug": project.slug,
+            "machine": machine.name,
+            "workspace": project.workspace,
+            "mode": project.mode,
+            **{key: run.recap.get(project.slug, {}).get(key, 0) for key in ("ok", "changed", "failed")},
+            "files": [],
+            "warnings": [w for r in results for w in r["warnings"]],
+            "diffs": [{"task": r["task"], "diff": r["diff"]} for r in results if r["diff"]],
+        }
+        for result in results:
+            report = result.get("report") or {}
+            record["files"] += report.get("files", [])
+            for key in ("entry_store", "smoke", "stores"):
+                if key in report:
+                    record[key] = report[key]
+        projects.append(record)
+    return projects

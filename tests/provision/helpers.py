@@ -1,0 +1,54 @@
+"""Running `memctl up` as a user does: the installed command, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..bridges import bridge_env
+
+
+def memctl(*args: str, state: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run `memctl ARGS` with run logs kept under `state`."""
+    return subprocess.run(
+        [sys.executable, "-m", "memctl", *args],
+        env=bridge_env(MEMCTL_STATE_DIR=str(state)),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def up_json(*args: str, state: Path) -> dict[str, Any]:
+    """`memctl up ARGS --json`, asserting it succeeded; its report."""
+    run = memctl("up", *args, "--json", state=state)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report: dict[str, Any] = json.loads(run.stdout)
+    return report
+
+
+def write_inventory(path: Path, projects: list[dict[str, Any]]) -> Path:
+    """An inventory of this machine holding `projects`."""
+    document = {
+        "all": {
+            "hosts": {
+                "localhost": {
+                    "ansible_connection": "local",
+                    "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                    "memctl_projects": projects,
+                }
+            }
+        }
+    }
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under `root` with its bytes (to prove a run changed nothing)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
