@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from .commands.dify import dify
+from .commands.doctor import doctor
 from .commands.migrate_store import migrate_store
+from .commands.projects import projects
 from .commands.serve import serve
 from .commands.status import status
 from .commands.up import up
@@ -32,3 +34,5 @@ cli.add_command(serve)
 cli.add_command(migrate_store)
 cli.add_command(status)
 cli.add_command(dify)
+cli.add_command(projects)
+cli.add_command(doctor)

@@ -13,20 +13,22 @@ import yaml
 from ..bridges import bridge_env
 
 
-def memctl(*args: str, state: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run `memctl ARGS` with run logs kept under `state`."""
+def memctl(
+    *args: str, state: Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run `memctl ARGS` with run logs kept under `state` (and `env` added)."""
     return subprocess.run(
         [sys.executable, "-m", "memctl", *args],
-        env=bridge_env(MEMCTL_STATE_DIR=str(state)),
+        env=bridge_env(MEMCTL_STATE_DIR=str(state), **(env or {})),
         capture_output=True,
         text=True,
         timeout=timeout,
     )
 
 
-def up_json(*args: str, state: Path) -> dict[str, Any]:
+def up_json(*args: str, state: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     """`memctl up ARGS --json`, asserting it succeeded; its report."""
-    run = memctl("up", *args, "--json", state=state)
+    run = memctl("up", *args, "--json", state=state, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
     report: dict[str, Any] = json.loads(run.stdout)
     return report

@@ -9,7 +9,7 @@ import click
 from rich.status import Status
 from rich.table import Table
 
-from memory_bridge import MemctlError, load_settings
+from memory_bridge import MemctlError, NotFound, load_settings
 from memory_bridge.stores._url import entry_store_scheme
 
 from .._clients import ALL_CLIENTS
@@ -17,6 +17,7 @@ from .._inventory import Inventory, Project, load_inventory
 from .._output import console, emit_json, fail, json_option
 from .._playbook import Event
 from .._provision import project_for, provision, summarise
+from .._registry import read_registry, registry_path
 
 
 class _Progress:
@@ -60,6 +61,12 @@ class _Progress:
     help="Provision every project of this inventory instead (see inventories/).",
 )
 @click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Provision every project registered with `memctl projects add`.",
+)
+@click.option(
     "--mode",
     type=click.Choice(["embedded", "stack"]),
     default="embedded",
@@ -84,6 +91,7 @@ class _Progress:
 def up(
     project: Path | None,
     inventory: Path | None,
+    every: bool,
     mode: str,
     clients: tuple[str, ...],
     codex_config: Path | None,
@@ -107,11 +115,18 @@ def up(
       memctl up
       memctl up --project ~/src/app --client claude --client cursor --json
       memctl up --inventory inventories/local/hosts.yml --check --diff
+      memctl up --all           every project of `memctl projects list`
     """
+    if sum(bool(x) for x in (project, inventory, every)) > 1:
+        raise click.UsageError("give one of --project, --inventory and --all")
     try:
+        if every:
+            inventory = registry_path()
+            if read_registry(inventory) is None:
+                raise NotFound(
+                    f"no projects registered in {inventory}; add one with: memctl projects add DIR"
+                )
         if inventory is not None:
-            if project is not None:
-                raise click.UsageError("give --project or --inventory, not both")
             target: Inventory | Project = load_inventory(inventory)
         else:
             directory = (project or Path.cwd()).expanduser().absolute()

@@ -1,0 +1,207 @@
+"""`memctl doctor`'s checks: each prerequisite and component, and what to do when one fails."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from memory_bridge import MemctlError, StoreError, load_settings
+from memory_bridge.stores._url import open_entry_store, open_knowledge_store
+
+from ._clients import ALL_CLIENTS, Client, Plan, apply
+from ._content import content_root
+from ._provision import memctl_command
+from ._registry import read_registry, registry_path
+from ._stores import embedded_states
+
+__all__ = ["Check", "run_checks"]
+
+Status = Literal["ok", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One finding: what was checked, how it stands, and what to do if it is not ok."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+def _python() -> Check:
+    version = ".".join(map(str, sys.version_info[:3]))
+    return Check("python", "ok", f"Python {version} at {sys.executable}")
+
+
+def _ansible() -> Check:
+    beside = Path(sys.executable).with_name("ansible-playbook")
+    binary = str(beside) if beside.exists() else shutil.which("ansible-playbook")
+    if not binary:
+        return Check(
+            "ansible", "fail", "ansible-playbook not found", "reinstall memctl (it depends on ansible-core)"
+        )
+    try:
+        root = content_root()
+    except MemctlError as exc:
+        return Check("ansible", "fail", str(exc), "reinstall memctl")
+    from ansible.release import __version__
+
+    return Check("ansible", "ok", f"ansible-core {__version__}; playbooks in {root / 'playbooks'}")
+
+
+def _embedding_model() -> Check:
+    missing = [name for name in ("onnxruntime", "tokenizers") if importlib.util.find_spec(name) is None]
+    if missing:
+        return Check(
+            "embedding model",
+            "warn",
+            f"{', '.join(missing)} missing: knowledge search falls back to keywords (degraded)",
+            "reinstall memctl with its dependencies",
+        )
+    return Check("embedding model", "ok", "all-MiniLM-L6-v2 (int8, CPU) available")
+
+
+def _docker() -> Check:
+    if not shutil.which("docker"):
+        return Check(
+            "docker", "fail", "docker CLI not found", "install Docker (Debian: apt-get install docker.io)"
+        )
+    info = subprocess.run(
+        ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True
+    )
+    if info.returncode != 0:
+        return Check(
+            "docker",
+            "fail",
+            "the Docker engine does not answer",
+            "start it: systemctl start docker (or dockerd &)",
+        )
+    compose = subprocess.run(["docker", "compose", "version", "--short"], capture_output=True, text=True)
+    if compose.returncode != 0:
+        return Check(
+            "docker",
+            "fail",
+            f"engine {info.stdout.strip()}, but no Compose v2",
+            "memctl up for a stack project installs the compose plugin",
+        )
+    return Check("docker", "ok", f"engine {info.stdout.strip()}, Compose {compose.stdout.strip()}")
+
+
+def _registry() -> Check:
+    try:
+        inventory = read_registry()
+    except MemctlError as exc:
+        return Check("projects", "fail", str(exc), f"fix {registry_path()} (the message names the field)")
+    if inventory is None:
+        return Check("projects", "ok", "none registered (memctl projects add DIR)")
+    return Check("projects", "ok", f"{len(inventory.projects)} registered in {registry_path()}")
+
+
+async def _store(name: str, url: str, ping: Callable[[], object]) -> Check:
+    try:
+        with anyio.fail_after(5):
+            await ping()  # type: ignore[misc]
+    except (StoreError, TimeoutError) as exc:
+        return Check(
+            f"{name} store", "fail", f"{url}: {exc or 'timed out'}", "start the store, or fix its URL"
+        )
+    return Check(f"{name} store", "ok", url)
+
+
+async def _stores(project: Path) -> list[Check]:
+    settings = load_settings(project=project)
+    entries = open_entry_store(settings)
+    knowledge = open_knowledge_store(settings)
+    try:
+        return [
+            await _store("entry", entries.url, entries.ping),
+            await _store("knowledge", knowledge.url, knowledge.ping),
+        ]
+    finally:
+        await entries.close()
+        await knowledge.close()
+
+
+_CLIENT_MARKERS: dict[Client, str] = {
+    "claude": ".mcp.json",
+    "cursor": ".cursor/mcp.json",
+    "vscode": ".vscode/mcp.json",
+    "agents": ".agents/mcp.json",
+}
+
+
+def _configured_clients(project: Path) -> frozenset[Client]:
+    """The clients a project has files for (all of them when it has none yet)."""
+    present = frozenset(c for c, marker in _CLIENT_MARKERS.items() if (project / marker).exists())
+    return present or ALL_CLIENTS
+
+
+def _project(project: Path) -> list[Check]:
+    memory = project / ".memory"
+    if not memory.is_dir():
+        return [Check("project", "fail", f"{project} is not provisioned (no .memory/)", "run: memctl up")]
+    checks = []
+    settings = load_settings(project=project)
+    stale = [s for s in embedded_states(settings) if not s.current]
+    checks.append(
+        Check(
+            "schema",
+            "warn",
+            ", ".join(f"{s.kind} at v{s.version} of v{s.latest}" for s in stale),
+            "run: memctl up",
+        )
+        if stale
+        else Check("schema", "ok", "every embedded store is at the latest schema")
+    )
+    token = memory / "bridge.token"
+    if not token.exists():
+        checks.append(Check("bridge token", "warn", "none yet (needed for --http)", "run: memctl up"))
+    elif token.stat().st_mode & 0o077:
+        checks.append(Check("bridge token", "fail", f"{token} is readable by others", f"chmod 600 {token}"))
+    else:
+        checks.append(Check("bridge token", "ok", f"{token} (0600)"))
+    checks += anyio.run(_stores, project)
+    plan = Plan(project=project, clients=_configured_clients(project), command=memctl_command())
+    changes = apply(project, plan, check=True)
+    pending = [c for c in changes if c.action in ("created", "updated")]
+    edited = [c for c in changes if c.action == "edited-left-alone"]
+    if pending:
+        names = ", ".join(
+            str(c.path.relative_to(project)) for c in pending[:4] if c.path.is_relative_to(project)
+        )
+        checks.append(Check("client configs", "warn", f"out of date: {names}", "run: memctl up"))
+    else:
+        checks.append(Check("client configs", "ok", "every client is registered"))
+    if edited:
+        names = ", ".join(str(c.path) for c in edited)
+        checks.append(
+            Check(
+                "owned files", "warn", f"edited by hand: {names}", "delete them and run memctl up to restore"
+            )
+        )
+    return checks
+
+
+def run_checks(project: Path, *, stack: bool) -> list[Check]:
+    """Every check for this machine and the project; Docker only when a stack is in play."""
+    checks = [_python(), _ansible(), _embedding_model(), _registry()]
+    registry = read_registry() if checks[-1].status == "ok" else None
+    uses_stack = stack or (registry is not None and any(p.mode == "stack" for _, p in registry.projects))
+    if uses_stack:
+        checks.append(_docker())
+    try:
+        checks += _project(project)
+    except MemctlError as exc:
+        checks.append(
+            Check("project", "fail", str(exc), "fix the setting the message names (.memory/config.toml)")
+        )
+    return checks

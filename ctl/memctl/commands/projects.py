@@ -1,0 +1,146 @@
+"""`memctl projects`: the projects on this machine that `memctl up --all` provisions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from pydantic import ValidationError
+from rich.table import Table
+
+from memory_bridge import InvalidInput, MemctlError
+
+from .._clients import ALL_CLIENTS
+from .._inventory import Inventory, Project
+from .._output import console, emit_json, fail, json_option
+from .._provision import slug_for
+from .._registry import add_project, read_registry, registry_path, remove_project
+
+
+def _records(inventory: Inventory | None) -> list[dict[str, Any]]:
+    if inventory is None:
+        return []
+    records = []
+    for machine, project in inventory.projects:
+        workspace = Path(project.workspace).expanduser()
+        provisioned = (workspace / ".memory" / "bridge.token").exists() if machine.local else None
+        records.append(
+            {**project.model_dump(mode="json"), "machine": machine.name, "provisioned": provisioned}
+        )
+    return records
+
+
+@click.group()
+def projects() -> None:
+    """The projects on this machine that `memctl up --all` provisions.
+
+    They are kept in an ordinary inventory ($MEMCTL_INVENTORY, default
+    ~/.config/memctl/inventory.yml), so `memctl up --inventory` runs it too.
+
+    \b
+    Example:
+      memctl projects add ~/src/app --client claude
+      memctl projects list
+      memctl up --all
+    """
+
+
+@projects.command("list")
+@json_option
+def list_projects(as_json: bool) -> None:
+    """List the registered projects and whether each is provisioned.
+
+    \b
+    Example:
+      memctl projects list --json
+    """
+    try:
+        records = _records(read_registry())
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    if as_json:
+        emit_json({"ok": True, "inventory": str(registry_path()), "projects": records})
+        return
+    if not records:
+        console.print(f"no projects yet in {registry_path()}; add one with: memctl projects add DIR")
+        return
+    table = Table(title=f"projects ({registry_path()})", title_justify="left")
+    for column in ("slug", "mode", "workspace", "clients", "provisioned"):
+        table.add_column(column)
+    for record in records:
+        provisioned = {True: "yes", False: "[yellow]no[/] (memctl up --all)", None: "?"}[
+            record["provisioned"]
+        ]
+        table.add_row(
+            record["slug"], record["mode"], record["workspace"], ", ".join(record["clients"]), provisioned
+        )
+    console.print(table)
+
+
+@projects.command("add")
+@click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--slug", help="The project's name in memctl (default: from the directory name).")
+@click.option("--mode", type=click.Choice(["embedded", "stack"]), default="embedded", show_default=True)
+@click.option(
+    "--client",
+    "clients",
+    multiple=True,
+    type=click.Choice(sorted(ALL_CLIENTS)),
+    help="Client configuration to write (repeatable; default: all).",
+)
+@click.option("--bridge-port", type=click.IntRange(1024, 65535), help="HTTP port of the project's bridge.")
+@json_option
+def add(
+    directory: Path,
+    slug: str | None,
+    mode: str,
+    clients: tuple[str, ...],
+    bridge_port: int | None,
+    as_json: bool,
+) -> None:
+    """Register a project directory (nothing is provisioned until `memctl up --all`).
+
+    \b
+    Example:
+      memctl projects add ~/src/app --mode stack --bridge-port 3107
+    """
+    workspace = directory.expanduser().absolute()
+    try:
+        fields: dict[str, Any] = {"mode": mode, "bridge_port": bridge_port}
+        if clients:
+            fields["clients"] = clients
+        project = Project(slug=slug or slug_for(workspace), workspace=str(workspace), **fields)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        fail(InvalidInput(".".join(map(str, problem["loc"])), problem["msg"]), as_json=as_json)
+    try:
+        add_project(project)
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    if as_json:
+        emit_json({"ok": True, "inventory": str(registry_path()), "project": project.model_dump(mode="json")})
+        return
+    console.print(
+        f"added {project.slug} ({workspace}) to {registry_path()}; provision it with: memctl up --all"
+    )
+
+
+@projects.command("remove")
+@click.argument("slug")
+@json_option
+def remove(slug: str, as_json: bool) -> None:
+    """Unregister a project. Its memory and client configs stay; `memctl down` removes those.
+
+    \b
+    Example:
+      memctl projects remove app
+    """
+    try:
+        removed = remove_project(slug)
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    if as_json:
+        emit_json({"ok": True, "removed": removed})
+        return
+    console.print(f"removed {slug} from {registry_path()}; its .memory/ in {removed['workspace']} is kept")
