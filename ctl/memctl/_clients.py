@@ -41,6 +41,11 @@ from ._merge import (
     merge_marked_block,
     merge_servers,
     merge_toml_table,
+    remove_hooks,
+    remove_listed,
+    remove_marked_block,
+    remove_server,
+    remove_toml_table,
 )
 
 __all__ = [
@@ -55,11 +60,12 @@ __all__ = [
     "Skill",
     "apply",
     "hook_entries",
+    "remove",
     "server_entry",
 ]
 
 Client = Literal["claude", "cursor", "vscode", "agents"]
-Action = Literal["created", "updated", "unchanged", "edited-left-alone"]
+Action = Literal["created", "updated", "unchanged", "edited-left-alone", "removed"]
 JSONObject = dict[str, Any]
 ServerEntry = dict[str, str | list[str]]
 
@@ -385,6 +391,39 @@ def _targets(plan: Plan) -> list[_Merged | _Owned]:
     return [*targets, _Merged(Path(".gitignore"), block)]
 
 
+def _removals(plan: Plan) -> list[_Merged | _Owned]:
+    """What `remove` takes back: memctl's entries in merged files, and its owned files."""
+    name = plan.server_name
+    json_servers = {
+        ".mcp.json": "mcpServers",
+        ".cursor/mcp.json": "mcpServers",
+        ".vscode/mcp.json": "servers",
+    }
+    targets: list[_Merged | _Owned] = [
+        _Merged(Path(path), _json(partial(remove_server, key=key, name=name)))
+        for path, key in json_servers.items()
+    ]
+
+    def settings(document: JSONObject) -> JSONObject:
+        return remove_listed(remove_hooks(document), key="enabledMcpjsonServers", value=name)
+
+    targets += [
+        _Merged(Path(".claude/settings.json"), _json(settings)),
+        _Merged(Path(".agents/mcp.json"), _json(partial(remove_server, key="mcpServers", name=name))),
+        _Merged(Path(".agents/hooks.json"), _json(remove_hooks)),
+    ]
+    owned = [
+        target
+        for target in _targets(dataclasses.replace(plan, clients=ALL_CLIENTS))
+        if isinstance(target, _Owned)
+    ]
+    if plan.codex_config is not None:
+        table = ("mcp_servers", name)
+        targets.append(_Merged(plan.codex_config, lambda text: remove_toml_table(text, table)))
+    start, end = GITIGNORE_MARKERS
+    return [*targets, *owned, _Merged(Path(".gitignore"), partial(remove_marked_block, start=start, end=end))]
+
+
 # Reading, comparing, writing.
 
 
@@ -509,4 +548,43 @@ def apply(workspace: Path, plan: Plan, *, check: bool = False) -> list[Change]:
         for step in steps:
             if step.text is not None:
                 _write(step.change.path, step.text)
+    return [step.change for step in steps]
+
+
+def remove(workspace: Path, plan: Plan, *, check: bool = False) -> list[Change]:
+    """Take memctl's entries back out of every client file, and delete the files it owns
+    that are as it wrote them; a file that does not exist is skipped. With `check`,
+    report the same changes and write nothing.
+    """
+    workspace = workspace.absolute()
+    manifest_text = _read(workspace / MANIFEST)
+    manifest = _parse_manifest(workspace / MANIFEST, manifest_text)
+    steps: list[_Step] = []
+    deleted: list[Path] = []
+    for target in _removals(plan):
+        path = workspace / target.path
+        current = _read(path)
+        if current is None:
+            continue
+        if isinstance(target, _Merged):
+            steps.append(_merged_step(workspace, target))
+            continue
+        key = target.path.as_posix()
+        if manifest.get(key) == _sha256(current) or current == target.text:
+            deleted.append(path)
+            steps.append(_Step(Change(path, "removed", _diff(key, current, ""))))
+            manifest.pop(key, None)
+        else:
+            steps.append(_Step(Change(path, "edited-left-alone")))
+    if manifest_text is not None and not manifest:
+        deleted.append(workspace / MANIFEST)
+        steps.append(_Step(Change(workspace / MANIFEST, "removed")))
+    elif manifest_text is not None:
+        steps.append(_step(workspace, MANIFEST, manifest_text, _dump_json(dict(sorted(manifest.items())))))
+    if not check:
+        for step in steps:
+            if step.text is not None:
+                _write(step.change.path, step.text)
+        for path in deleted:
+            path.unlink()
     return [step.change for step in steps]

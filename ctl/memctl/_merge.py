@@ -34,6 +34,11 @@ __all__ = [
     "merge_marked_block",
     "merge_servers",
     "merge_toml_table",
+    "remove_hooks",
+    "remove_listed",
+    "remove_marked_block",
+    "remove_server",
+    "remove_toml_table",
 ]
 
 HOOK_SIGNATURE = "# memctl-hook-v1"
@@ -336,3 +341,73 @@ def merge_marked_block(text: str, *, start: str, end: str, body: Sequence[str]) 
     first, last = spans[0]
     after = [line for i, line in enumerate(lines) if i > last and i not in inside]
     return "".join([*lines[:first], *block, *after])
+
+
+# Taking memctl's entries back out (`memctl down`).
+
+
+def remove_server(target: Mapping[str, Any], *, key: str, name: str) -> JSONObject:
+    """`target` without server `name` in its `key` map; everything else as it was."""
+    result = copy.deepcopy(dict(target))
+    servers = result.get(key)
+    if isinstance(servers, dict):
+        servers.pop(name, None)
+    return result
+
+
+def remove_listed(target: Mapping[str, Any], *, key: str, value: str) -> JSONObject:
+    """`target` without `value` in its `key` list; everything else as it was."""
+    result = copy.deepcopy(dict(target))
+    listed = result.get(key)
+    if isinstance(listed, list) and value in listed:
+        listed.remove(value)
+    return result
+
+
+def remove_hooks(
+    target: Mapping[str, Any], *, signatures: Sequence[str] = OWNED_HOOK_SIGNATURES
+) -> JSONObject:
+    """`target` without memctl's hooks; an event (or `hooks`) left empty by that is dropped."""
+    result = copy.deepcopy(dict(target))
+    hooks = result.get("hooks")
+    if not isinstance(hooks, dict):
+        return result
+    for event in list(hooks):
+        entries = hooks[event]
+        if isinstance(entries, list):
+            kept = _without_owned(entries, signatures)
+            if kept:
+                hooks[event] = kept
+            elif entries:
+                del hooks[event]
+    if not hooks:
+        del result["hooks"]
+    return result
+
+
+def remove_toml_table(text: str, table: Sequence[str]) -> str:
+    """TOML `text` without the `[table]` block; every other line as it was."""
+    table = tuple(table)
+    before = _parse_toml(text, "the file")
+    lines = _split_lines(text)
+    span = _table_span(lines, table)
+    if span is None:
+        return text
+    start, end = span
+    if start > 0 and not lines[start - 1].strip() and (end == len(lines) or not lines[end].strip()):
+        start -= 1  # the blank line that separated the block
+    removed = "".join([*lines[:start], *lines[end:]])
+    if _parse_toml(removed, "the result") != _without_table(before, table):
+        raise ConfigError(f"removing [{'.'.join(table)}] would change more than that table")
+    return removed
+
+
+def remove_marked_block(text: str, *, start: str, end: str) -> str:
+    """`text` without any `start`..`end` block (nor the blank line put before it)."""
+    lines = _split_lines(text)
+    spans = _marked_spans(lines, start, end)
+    inside = {i for first, last in spans for i in range(first, last + 1)}
+    for first, _ in spans:
+        if first > 0 and not lines[first - 1].strip():
+            inside.add(first - 1)
+    return "".join(line for i, line in enumerate(lines) if i not in inside)

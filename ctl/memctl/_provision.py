@@ -38,19 +38,21 @@ def project_for(directory: Path, **fields: Any) -> Project:
 def provision(
     inventory: Inventory | Project,
     *,
+    playbook: str = "site",
     check: bool,
     diff: bool,
+    extra_vars: dict[str, Any] | None = None,
     on_event: Callable[[Event], None] | None = None,
 ) -> tuple[Inventory, PlaybookRun]:
-    """Run the site playbook over an inventory (or over one project on this machine)."""
-    extra = {"memctl_command": memctl_command()}
+    """Run a playbook over an inventory (or over one project on this machine)."""
+    extra = {"memctl_command": memctl_command(), **(extra_vars or {})}
     if isinstance(inventory, Inventory):
         return inventory, run_playbook(
-            "site", inventory.path, check=check, diff=diff, extra_vars=extra, on_event=on_event
+            playbook, inventory.path, check=check, diff=diff, extra_vars=extra, on_event=on_event
         )
-    with tempfile.TemporaryDirectory(prefix="memctl-up-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="memctl-") as scratch:
         loaded = load_inventory(one_project_inventory(inventory, Path(scratch)))
-        run = run_playbook("site", loaded.path, check=check, diff=diff, extra_vars=extra, on_event=on_event)
+        run = run_playbook(playbook, loaded.path, check=check, diff=diff, extra_vars=extra, on_event=on_event)
     return loaded, run
 
 

@@ -242,3 +242,36 @@ def test_a_run_killed_half_way_leaves_whole_files_and_the_next_run_completes(tmp
     report = up_json("--inventory", str(inventory.path), state=tmp_path / "state")
     assert _project(report)["smoke"]["saved"] == "already present"
     assert json.loads((workspace / ".mcp.json").read_text())["mcpServers"]["memory"]
+
+
+def test_down_takes_memctl_back_out_and_keeps_the_users_files(tmp_path: Path) -> None:
+    workspace = tmp_path / "app"
+    workspace.mkdir()
+    mine = '{"mcpServers": {"mine": {"command": "my-server"}}}'
+    (workspace / ".mcp.json").write_text(mine)
+    (workspace / ".gitignore").write_text("node_modules/\n")
+    up_json("--project", str(workspace), state=tmp_path / "state")
+    edited = workspace / ".claude" / "skills" / "memory-save" / "SKILL.md"
+    edited.write_text("my own words\n")
+
+    report = memctl("down", "--project", str(workspace), "--json", state=tmp_path / "state")
+    assert report.returncode == 0, report.stdout + report.stderr
+    record = _project(json.loads(report.stdout))
+    assert json.loads((workspace / ".mcp.json").read_text()) == json.loads(mine)
+    assert (workspace / ".gitignore").read_text() == "node_modules/\n"
+    assert not (workspace / ".agents" / "README.md").exists()
+    assert not (workspace / ".claude" / "skills" / "memory-recall" / "SKILL.md").exists()
+    assert edited.read_text() == "my own words\n", "an edited owned file is left alone"
+    assert any(f["action"] == "edited-left-alone" for f in record["files"])
+    assert "memory" not in json.loads((workspace / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert (workspace / ".memory" / "entries.db").exists(), "memory is kept without --purge"
+
+    again = memctl("down", "--project", str(workspace), "--json", state=tmp_path / "state")
+    assert json.loads(again.stdout)["changed"] == 0
+
+    refused = memctl("down", "--project", str(workspace), "--purge", "--json", state=tmp_path / "state")
+    assert refused.returncode == 2 and (workspace / ".memory").exists()
+    purged = memctl(
+        "down", "--project", str(workspace), "--purge", "--yes", "--json", state=tmp_path / "state"
+    )
+    assert purged.returncode == 0 and not (workspace / ".memory").exists()

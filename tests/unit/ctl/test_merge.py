@@ -20,6 +20,11 @@ from memctl._merge import (
     merge_marked_block,
     merge_servers,
     merge_toml_table,
+    remove_hooks,
+    remove_listed,
+    remove_marked_block,
+    remove_server,
+    remove_toml_table,
 )
 from memory_bridge import ConfigError
 
@@ -461,3 +466,81 @@ def test_marked_block_keeps_every_other_line(
     else:
         assert rest == expected
     assert merge_marked_block(merged, start=START, end=END, body=["/.memory/"]) == merged
+
+
+# Taking memctl's entries back out (memctl down).
+
+
+def without_empty_events(document: dict[str, Any]) -> dict[str, Any]:
+    result = copy.deepcopy(document)
+    hooks = result.get("hooks")
+    if isinstance(hooks, dict):
+        for event in [e for e, entries in hooks.items() if entries == []]:
+            del hooks[event]
+        if not hooks:
+            del result["hooks"]
+    return result
+
+
+@PROPERTY
+@given(settings_docs.filter(lambda d: isinstance(d.get("hooks"), dict)))
+def test_hooks_merged_then_removed_leave_the_users_hooks(document: dict[str, Any]) -> None:
+    removed = remove_hooks(merge_hooks(document, OURS))
+    # An event the user left as an empty list is indistinguishable from one that held only
+    # memctl's hooks, so both drop it; apart from that, merge-then-remove equals remove.
+    assert ordered(without_empty_events(removed)) == ordered(without_empty_events(remove_hooks(document)))
+    assert ordered(remove_hooks(removed)) == ordered(removed), "idempotent"
+    for key in document.keys() - {"hooks"}:
+        assert ordered(removed[key]) == ordered(document[key])
+    inner = [
+        h
+        for es in removed.get("hooks", {}).values()
+        if isinstance(es, list)
+        for e in es
+        if isinstance(e, dict) and isinstance(e.get("hooks"), list)
+        for h in e["hooks"]
+    ]
+    assert not any(owned(h) for h in inner)
+
+
+@PROPERTY
+@given(
+    server_docs.filter(lambda d: isinstance(d.get("mcpServers"), dict) and "memory" not in d["mcpServers"])
+)
+def test_servers_merged_then_removed_are_the_users_again(document: dict[str, Any]) -> None:
+    merged = merge_servers(document, key="mcpServers", name="memory", entry=ENTRY)
+    assert ordered(remove_server(merged, key="mcpServers", name="memory")) == ordered(document)
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(["a", "b", "memory"]), max_size=4, unique=True))
+def test_listed_value_is_taken_out_and_only_it(listed: list[str]) -> None:
+    document = {"enabledMcpjsonServers": listed, "other": 1}
+    removed = remove_listed(
+        ensure_listed(document, key="enabledMcpjsonServers", value="memory"),
+        key="enabledMcpjsonServers",
+        value="memory",
+    )
+    assert removed == {"enabledMcpjsonServers": [x for x in listed if x != "memory"], "other": 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "model = 'o3'\n",
+        "[mcp_servers.github]\ncommand = 'gh'\n",
+        "# mine\n[profile]\nx = 1\n\n# trailing\n",
+    ],
+)
+def test_toml_table_merged_then_removed_gives_the_text_back(text: str) -> None:
+    merged = merge_toml_table(text, TABLE, ENTRY)
+    assert tomllib.loads(remove_toml_table(merged, TABLE)) == tomllib.loads(text)
+    assert remove_toml_table(text, TABLE) == text
+
+
+@pytest.mark.parametrize("text", ["", "node_modules/\n", "a\n\nb\n", "x"])
+def test_gitignore_block_merged_then_removed_gives_the_lines_back(text: str) -> None:
+    merged = merge_marked_block(text, start=START, end=END, body=["/.memory/"])
+    removed = remove_marked_block(merged, start=START, end=END)
+    assert removed.splitlines() == text.splitlines()

@@ -38,6 +38,13 @@ options:
     description: How clients start memctl (C(memctl), or an absolute path).
     type: str
     default: memctl
+  state:
+    description:
+      - C(present) registers the server; C(absent) takes memctl's entries back out of every
+        client file and deletes the files memctl owns that are as it wrote them.
+    type: str
+    choices: [present, absent]
+    default: present
 author: memctl
 """
 
@@ -79,13 +86,14 @@ def run(module: AnsibleModule) -> dict[str, Any]:
             hooks=params["hooks"],
             command=params["command"],
         )
-        changes = clients.apply(plan.project, plan, check=module.check_mode)
+        act = clients.apply if params["state"] == "present" else clients.remove
+        changes = act(plan.project, plan, check=module.check_mode)
     except errors.ConfigError as exc:
         module.fail_json(msg=str(exc))
     for change in changes:
         if change.action == "edited-left-alone":
             module.warn(f"{change.path}: edited since memctl wrote it; left alone (delete it to get it back)")
-    written = [c for c in changes if c.action in ("created", "updated")]
+    written = [c for c in changes if c.action in ("created", "updated", "removed")]
     result: dict[str, Any] = {
         "changed": bool(written),
         "files": [{"path": str(c.path), "action": c.action} for c in changes],
@@ -109,6 +117,7 @@ def main() -> None:
             "server_name": {"type": "str", "default": "memory"},
             "hooks": {"type": "bool", "default": False},
             "command": {"type": "str", "default": "memctl"},
+            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         },
         supports_check_mode=True,
     )

@@ -1,0 +1,157 @@
+"""What `memctl up` and `memctl down` share: choosing projects, running, reporting."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.status import Status
+from rich.table import Table
+
+from memory_bridge import MemctlError, NotFound
+
+from .._inventory import Inventory, Project, load_inventory
+from .._output import console, emit_json, fail
+from .._playbook import Event
+from .._provision import provision, summarise
+from .._registry import read_registry, registry_path
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def target_options(function: F) -> F:
+    """--project, --inventory and --all: which projects a run is about."""
+    for option in reversed(
+        [
+            click.option(
+                "--project",
+                type=click.Path(file_okay=False, path_type=Path),
+                help="Project directory (default: current).",
+            ),
+            click.option(
+                "--inventory",
+                type=click.Path(path_type=Path),
+                help="Every project of this inventory instead (see docs/provisioning.md).",
+            ),
+            click.option(
+                "--all",
+                "every",
+                is_flag=True,
+                help="Every project registered with `memctl projects add`.",
+            ),
+            click.option("--check", is_flag=True, help="Change nothing; report what a run would do."),
+            click.option("--diff", "show_diff", is_flag=True, help="Show each change as a diff."),
+        ]
+    ):
+        function = option(function)
+    return function
+
+
+def chosen_inventory(project: Path | None, inventory: Path | None, every: bool) -> Inventory | None:
+    """The inventory named by --inventory or --all; None when the run is about one directory."""
+    if sum(bool(x) for x in (project, inventory, every)) > 1:
+        raise click.UsageError("give one of --project, --inventory and --all")
+    if every:
+        inventory = registry_path()
+        if read_registry(inventory) is None:
+            raise NotFound(f"no projects in {inventory}; add one with: memctl projects add DIR")
+    return load_inventory(inventory) if inventory is not None else None
+
+
+class Progress:
+    """A one-line progress display fed by the playbook's events (only on a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._status: Status | None = console.status("starting ansible-playbook") if enabled else None
+        self._counts = {"ok": 0, "changed": 0, "failed": 0}
+        self._task = ""
+
+    def __enter__(self) -> Progress:
+        if self._status is not None:
+            self._status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.stop()
+
+    def __call__(self, event: Event) -> None:
+        if event["event"] == "task":
+            self._task = event["name"]
+        elif event["event"] == "result":
+            status = "changed" if event["changed"] else event["status"]
+            if status in self._counts:
+                self._counts[status] += 1
+        if self._status is not None:
+            counts = " ".join(f"{k}={v}" for k, v in self._counts.items())
+            self._status.update(f"{self._task}  [dim]{counts}[/]")
+
+
+def run_and_report(
+    title: str,
+    playbook: str,
+    target: Inventory | Project,
+    *,
+    check: bool,
+    show_diff: bool,
+    as_json: bool,
+    extra_vars: dict[str, Any] | None = None,
+) -> None:
+    """Run the playbook over the target and print the per-project summary (or JSON)."""
+    try:
+        with Progress(enabled=not as_json and console.is_terminal) as progress:
+            loaded, run = provision(
+                target,
+                playbook=playbook,
+                check=check,
+                diff=show_diff,
+                extra_vars=extra_vars,
+                on_event=progress,
+            )
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    projects = summarise(loaded, run)
+    if not show_diff:
+        for record in projects:
+            del record["diffs"]
+    result = {
+        "ok": True,
+        "check": check,
+        "inventory": str(target.path) if isinstance(target, Inventory) else None,
+        "changed": run.changed(),
+        "projects": projects,
+        "log": str(run.log),
+    }
+    if as_json:
+        emit_json(result)
+    else:
+        _print(title + (" --check" if check else ""), result)
+
+
+def _smoke_text(record: dict[str, Any]) -> str:
+    smoke = record.get("smoke")
+    if not smoke:
+        return "-"
+    return f"{smoke['found']} {smoke['saved']}, {smoke['tools']} tools, {smoke['round_trip_ms']} ms"
+
+
+def _print(title: str, result: dict[str, Any]) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in ("project", "mode", "workspace", "changed", "MCP round trip"):
+        table.add_column(column)
+    for record in result["projects"]:
+        changed = str(record["changed"])
+        table.add_row(record["slug"], record["mode"], record["workspace"], changed, _smoke_text(record))
+    console.print(table)
+    for record in result["projects"]:
+        for file in record["files"]:
+            if file["action"] != "unchanged":
+                style = "yellow" if file["action"] == "edited-left-alone" else "green"
+                console.print(f"  [{style}]{file['action']:>18}[/] {file['path']}")
+        for warning in record["warnings"]:
+            console.print(f"  [yellow]warning:[/] {warning}")
+        for diff in record.get("diffs", []):
+            console.print(diff["diff"], markup=False, highlight=False)
+    console.print(f"changed={result['changed']}  [dim](log: {result['log']})[/]")

@@ -1,0 +1,70 @@
+"""`memctl down`: take memctl back out of a project's clients (and, asked twice, its memory)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memory_bridge import MemctlError
+
+from .._clients import ALL_CLIENTS
+from .._inventory import Inventory, Project
+from .._output import fail, json_option
+from .._provision import project_for
+from ._runs import chosen_inventory, run_and_report, target_options
+
+
+@click.command()
+@target_options
+@click.option(
+    "--codex-config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also take the server out of this Codex config.toml.",
+)
+@click.option("--purge", is_flag=True, help="Also delete each project's .memory/ (all of its memory).")
+@click.option("--yes", is_flag=True, help="Do not ask before --purge deletes memory.")
+@json_option
+def down(
+    project: Path | None,
+    inventory: Path | None,
+    every: bool,
+    check: bool,
+    show_diff: bool,
+    codex_config: Path | None,
+    purge: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Unregister memory from a project's MCP clients (or every project of an inventory).
+
+    Runs memctl's teardown playbook: memctl's server entries, hooks and .gitignore block
+    leave the client configs (your own entries stay), and the skills and rules memctl
+    wrote are deleted unless you edited them. The memory in .memory/ is kept; --purge
+    deletes it too, after asking (or with --yes).
+
+    \b
+    Example:
+      memctl down --check --diff
+      memctl down --project ~/src/app --purge --yes
+    """
+    try:
+        target: Inventory | Project | None = chosen_inventory(project, inventory, every)
+        if target is None:
+            directory = (project or Path.cwd()).expanduser().absolute()
+            codex = str(codex_config.expanduser().absolute()) if codex_config else ""
+            target = project_for(directory, clients=tuple(sorted(ALL_CLIENTS)), codex_config=codex)
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    if purge and not check and not yes:
+        names = (
+            ", ".join(p.workspace for _, p in target.projects)
+            if isinstance(target, Inventory)
+            else target.workspace
+        )
+        if as_json or not click.confirm(f"Delete all memory in .memory/ of {names}?"):
+            raise click.UsageError("--purge deletes memory: confirm at the prompt, or pass --yes")
+    extra = {"memctl_purge": purge}
+    run_and_report(
+        "memctl down", "teardown", target, check=check, show_diff=show_diff, as_json=as_json, extra_vars=extra
+    )
