@@ -1,21 +1,45 @@
-"""The `memctl` command group."""
+"""The `memctl` command group.
+
+Commands are imported when they are run, so a quick command (a hook, `--version`) does
+not pay for the MCP server, Ansible or the stores that other commands need.
+"""
 
 from __future__ import annotations
 
-import click
+import importlib
 
-from .commands.dify import dify
-from .commands.doctor import doctor
-from .commands.migrate_store import migrate_store
-from .commands.projects import projects
-from .commands.serve import serve
-from .commands.status import status
-from .commands.up import up
+import click
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
+COMMANDS: dict[str, str] = {
+    "dify": "memctl.commands.dify:dify",
+    "doctor": "memctl.commands.doctor:doctor",
+    "down": "memctl.commands.down:down",
+    "migrate-store": "memctl.commands.migrate_store:migrate_store",
+    "projects": "memctl.commands.projects:projects",
+    "serve": "memctl.commands.serve:serve",
+    "status": "memctl.commands.status:status",
+    "up": "memctl.commands.up:up",
+}
+"""Each command's name and where it lives (`module:attribute`)."""
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported only when used (or listed in --help)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, _, attribute = COMMANDS[cmd_name].partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(package_name="memctl", prog_name="memctl")
 def cli() -> None:
     """Persistent, typed project memory for AI coding agents, over MCP.
@@ -25,14 +49,5 @@ def cli() -> None:
       memctl up                 provision this directory and check it end to end
       memctl serve              serve this directory's memory on stdio
       memctl status             each store's health and size, writes waiting for Dify
-      memctl migrate-store --to valkey://127.0.0.1:6379/0
+      memctl doctor             every prerequisite, with what to do about each
     """
-
-
-cli.add_command(up)
-cli.add_command(serve)
-cli.add_command(migrate_store)
-cli.add_command(status)
-cli.add_command(dify)
-cli.add_command(projects)
-cli.add_command(doctor)
