@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "dify": "memctl.commands.dify:dify",
     "doctor": "memctl.commands.doctor:doctor",
     "down": "memctl.commands.down:down",
+    "init": "memctl.commands.init:init",
     "migrate-store": "memctl.commands.migrate_store:migrate_store",
     "projects": "memctl.commands.projects:projects",
     "serve": "memctl.commands.serve:serve",

@@ -87,3 +87,34 @@ def test_doctor_names_each_problem_and_its_fix(tmp_path: Path, registry: dict[st
     code, report = _run(["doctor", "--project", str(tmp_path)], registry)
     checks = {c["name"]: c for c in report["checks"]}
     assert checks["entry store"]["status"] == "fail" and "127.0.0.1:1" in checks["entry store"]["detail"]
+
+
+def test_init_writes_settings_that_load_and_registers_the_project(
+    tmp_path: Path, registry: dict[str, str]
+) -> None:
+    import tomllib
+
+    from memory_bridge import load_settings
+
+    app = tmp_path / "app"
+    code, report = _run(["init", "--project", str(app), "--entry-store", "sqlite:///tmp/x.db"], registry)
+    assert code == 0 and report["config"]["action"] == "created"
+    config = app / ".memory" / "config.toml"
+    assert tomllib.loads(config.read_text()) == {"entry_store": "sqlite:///tmp/x.db"}
+    uncommented = config.read_text().replace("# ", "", 1)
+    assert "dify_api_key =" not in uncommented, "no secret settings in the template"
+    settings_text = "\n".join(
+        line.removeprefix("# ") for line in config.read_text().splitlines() if " = " in line
+    )
+    assert tomllib.loads(settings_text)["slots"] == list(load_settings(project=app).slots)
+    assert load_settings(project=app).entry_store == "sqlite:///tmp/x.db"
+    code, listed = _run(["projects", "list"], registry)
+    assert [p["slug"] for p in listed["projects"]] == ["app"]
+
+    config.write_text('entry_store = "sqlite"\n')
+    code, again = _run(["init", "--project", str(app)], registry)
+    assert code == 0 and again["config"]["action"] == "kept"
+    assert config.read_text() == 'entry_store = "sqlite"\n'
+
+    code, bad = _run(["init", "--project", str(tmp_path / "other"), "--entry-store", "mongodb://x"], registry)
+    assert code == 2 and "mongodb" in bad["message"] and not (tmp_path / "other").exists()
