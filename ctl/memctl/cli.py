@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .commands.capture import capture, compile_, flush, hook
 from .commands.dify import dify
 from .commands.doctor import doctor
 from .commands.migrate_store import migrate_store
@@ -36,3 +37,7 @@ cli.add_command(status)
 cli.add_command(dify)
 cli.add_command(projects)
 cli.add_command(doctor)
+cli.add_command(hook)
+cli.add_command(flush)
+cli.add_command(compile_)
+cli.add_command(capture)
