@@ -46,7 +46,9 @@ def memctl(project: Path, env: dict[str, str], *args: str) -> Any:
     )
 
 
-def wait_event(project: Path, match: Callable[[dict[str, Any]], bool], timeout: float = 120) -> dict[str, Any]:
+def wait_event(
+    project: Path, match: Callable[[dict[str, Any]], bool], timeout: float = 120
+) -> dict[str, Any]:
     """The first capture-log event `match` accepts, waiting for the worker to write it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

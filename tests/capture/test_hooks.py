@@ -17,21 +17,28 @@ SESSION = "c1a2b3c4-0000-4000-8000-000000000001"
 DECISION = {
     "type": "decision",
     "title": "Keep refresh tokens in httpOnly cookies",
-    "body": "Refresh tokens live in an httpOnly cookie.\nWhy: scripts cannot read it.\nHow to apply: never localStorage.",
+    "body": "Refresh tokens live in an httpOnly cookie.\nWhy: scripts cannot read it.\n"
+    "How to apply: never localStorage.",
     "tags": ["auth", "tokens"],
     "metadata": {"project_module": "auth", "language": "python", "task_type": "implementation"},
 }
 LESSON = {
     "type": "self-improvement-lesson",
     "title": "Run migrations before seeding",
-    "body": "Migrate, then seed.\nWhy: the seed needs the new tables.\nHow to apply: check the order in scripts.",
+    "body": "Migrate, then seed.\nWhy: the seed needs the new tables.\n"
+    "How to apply: check the order in scripts.",
     "tags": ["database"],
-    "metadata": {"project_module": "db", "task_type": "implementation", "error_pattern": "seed-before-migrate"},
+    "metadata": {
+        "project_module": "db",
+        "task_type": "implementation",
+        "error_pattern": "seed-before-migrate",
+    },
 }
 LORE = {
     "type": "project-lore",
     "title": "Staging database is db2",
-    "body": "Staging runs on db2 since 2026-11-30.\nWhy: db1 was retired.\nHow to apply: point staging at db2.",
+    "body": "Staging runs on db2 since 2026-11-30.\nWhy: db1 was retired.\n"
+    "How to apply: point staging at db2.",
     "tags": ["staging"],
     "metadata": {"project_module": "infra", "task_type": "deploy"},
 }
@@ -67,7 +74,9 @@ def wait_flushes(project: Path, count: int) -> list[dict[str, Any]]:
         return sum(e["event"] == "flush" and "outcome" in e for e in events) >= count
 
     wait_event(project, done)
-    return [e for e in read_events(CaptureDirs(project).log, 1000) if e["event"] == "flush" and "outcome" in e]
+    return [
+        e for e in read_events(CaptureDirs(project).log, 1000) if e["event"] == "flush" and "outcome" in e
+    ]
 
 
 def test_a_growing_session_is_distilled_once_across_its_hooks(project: Path, claude: FakeCli) -> None:

@@ -60,8 +60,10 @@ def _find_project(flag: str | None, payload: dict[str, Any], env: dict[str, str]
         for candidate in (start.absolute(), *start.absolute().parents):
             if (candidate / ".memory").is_dir():
                 return candidate
-    raise Skip(f"no .memory/ directory at or above {starts[0] if starts else Path.cwd()} "
-               "(run memctl up there, or pass --project)")
+    raise Skip(
+        f"no .memory/ directory at or above {starts[0] if starts else Path.cwd()} "
+        "(run memctl up there, or pass --project)"
+    )
 
 
 def _read_payload(stdin: TextIO) -> dict[str, Any]:
