@@ -12,7 +12,6 @@ import json
 import os
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -94,7 +93,7 @@ def _text_field(payload: dict[str, Any], key: str, default: str = "") -> str:
 
 def spawn_worker(dirs: CaptureDirs, job: dict[str, Any], env: dict[str, str]) -> Path:
     """Stage `job` and start `python -m memctl.capture._worker <job>` in its own session."""
-    path = dirs.jobs / f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:12]}.json"
+    path = dirs.jobs / f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.urandom(6).hex()}.json"
     atomic_write(path, json.dumps({**job, "project": str(dirs.project), "staged_at": time.time()}))
     dirs.worker_errors.parent.mkdir(parents=True, exist_ok=True)
     actions = [

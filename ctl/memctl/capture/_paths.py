@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["CaptureDirs", "atomic_write", "safe_id"]
@@ -16,11 +15,16 @@ def safe_id(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", text)[:80].lstrip(".") or "manual"
 
 
-@dataclass(frozen=True)
 class CaptureDirs:
-    """`<project>/.memory/capture/`: jobs, session marks, queued writes, state and log."""
+    """`<project>/.memory/capture/`: jobs, session marks, queued writes, state and log.
 
-    project: Path
+    A plain class, not a dataclass: the hook front imports this, and dataclasses costs
+    it the import of `inspect`."""
+
+    __slots__ = ("project",)
+
+    def __init__(self, project: Path) -> None:
+        self.project = project
 
     @property
     def root(self) -> Path:
