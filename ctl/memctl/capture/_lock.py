@@ -69,9 +69,3 @@ class FileLock:
             if owner is not None and owner.get("pid") == os.getpid():
                 self.path.unlink(missing_ok=True)
             self._held = False
-
-    def __enter__(self) -> FileLock:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()

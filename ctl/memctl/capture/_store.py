@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from memory_bridge import Settings
+from memory_bridge import Settings, StoreUnavailable
 from memory_bridge.core._knowledge import KnowledgeContext
 from memory_bridge.stores._url import make_embedder, open_knowledge_store
 
-from ._outbox import Delivery, deliver
+from ._outbox import Delivery, deliver, queued
 from ._paths import CaptureDirs
 
 __all__ = ["knowledge", "open_and_deliver"]
@@ -27,13 +27,9 @@ async def knowledge(settings: Settings) -> AsyncIterator[KnowledgeContext]:
 
 async def open_and_deliver(settings: Settings) -> Delivery:
     """Deliver whatever capture has queued; an unusable store leaves it queued."""
-    from memory_bridge import StoreUnavailable
-
     dirs = CaptureDirs(settings.project)
     try:
         async with knowledge(settings) as ctx:
             return await deliver(dirs, ctx)
     except StoreUnavailable as exc:
-        from ._outbox import queued
-
         return Delivery([], queued(dirs)[0], [], str(exc))

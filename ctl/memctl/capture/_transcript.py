@@ -37,9 +37,8 @@ class Turn:
 
 @dataclass
 class TranscriptSlice:
-    """The turns after `start`, and the offset just past the last whole line read."""
+    """The turns read, and the offset just past the last whole line read."""
 
-    start: int
     end: int
     turns: list[Turn] = field(default_factory=list)
     unparseable: int = 0
@@ -82,7 +81,7 @@ def read_turns(path: Path, start: int = 0) -> TranscriptSlice:
         handle.seek(start)
         data = handle.read()
     whole = data[: data.rfind(b"\n") + 1]
-    result = TranscriptSlice(start=start, end=start + len(whole))
+    result = TranscriptSlice(end=start + len(whole))
     for raw in whole.splitlines():
         if not raw.strip():
             continue

@@ -14,6 +14,7 @@ from memory_bridge import ConfigError, MemctlError, load_settings
 
 from .._output import EXIT_CODES, console, emit_json, fail, json_option
 from ..capture import _front
+from ..capture._paths import CaptureDirs
 
 project_option = click.option(
     "--project",
@@ -198,7 +199,6 @@ def capture_status_report(project: Path | None) -> dict[str, Any]:
     from ..capture._lock import lock_owner
     from ..capture._log import read_events
     from ..capture._outbox import queued
-    from ..capture._paths import CaptureDirs
     from ..capture._worker import NO_PROVIDER
 
     settings = load_settings(project=project)
@@ -222,6 +222,7 @@ def capture_status_report(project: Path | None) -> dict[str, Any]:
             "running_pid": owner.get("pid") if owner else None,
         },
         "recent": read_events(dirs.log, 10),
+        "worker_errors": dirs.worker_errors.is_file() and dirs.worker_errors.stat().st_size > 0,
     }
 
 
@@ -266,6 +267,8 @@ def capture_status(project: Path | None, as_json: bool) -> None:
         f"{run['compiled_dailies']} dailies compiled"
         + (f", running (pid {run['running_pid']})" if run["running_pid"] else "")
     )
+    if report["worker_errors"]:
+        console.print(f"[red]the worker wrote errors:[/] see {CaptureDirs(Path(report['project'])).worker_errors}")
     table = Table(title="recent events", title_justify="left")
     for column in ("time", "event", "hook", "outcome", "detail"):
         table.add_column(column)
