@@ -268,7 +268,8 @@ def capture_status(project: Path | None, as_json: bool) -> None:
         + (f", running (pid {run['running_pid']})" if run["running_pid"] else "")
     )
     if report["worker_errors"]:
-        console.print(f"[red]the worker wrote errors:[/] see {CaptureDirs(Path(report['project'])).worker_errors}")
+        errors = CaptureDirs(Path(report["project"])).worker_errors
+        console.print(f"[red]the worker wrote errors:[/] see {errors}")
     table = Table(title="recent events", title_justify="left")
     for column in ("time", "event", "hook", "outcome", "detail"):
         table.add_column(column)
