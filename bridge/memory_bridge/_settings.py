@@ -149,6 +149,51 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", description="Bridge log level."
     )
+    capture_provider: Literal["none", "claude", "codex", "anthropic", "openai"] = Field(
+        "none",
+        validation_alias=_aliases("capture_provider", "MEMCTL_CAPTURE_PROVIDER", "MEMORY_LLM_PROVIDER"),
+        description="LLM that distils sessions and judges compile merges: the `claude` or `codex` CLI, "
+        "the Anthropic API, or an OpenAI-compatible API (`openai`, with capture_base_url for Ollama, "
+        "LM Studio, vLLM); `none` skips capture.",
+    )
+    capture_model: str = Field(
+        "",
+        description="Model for the capture LLM (default: the CLI's own; claude-sonnet-4-6 for anthropic, "
+        "gpt-4o-mini for openai).",
+    )
+    capture_base_url: str | None = Field(
+        None,
+        description="Base URL of the capture API, e.g. http://127.0.0.1:11434/v1 for Ollama "
+        "(default: the provider's public endpoint).",
+    )
+    capture_api_key: SecretStr | None = Field(
+        None, description="API key of the capture API given directly (prefer capture_api_key_file)."
+    )
+    capture_api_key_file: Path | None = Field(
+        None, description="File (mode 0600) holding the API key of the capture API."
+    )
+    capture_command: str | None = Field(
+        None, description="The CLI to run for `claude` or `codex` (default: that name, found on PATH)."
+    )
+    capture_timeout_seconds: float = Field(
+        120.0, gt=0, le=3600, description="How long one LLM call may take before it is stopped."
+    )
+    capture_retries: int = Field(
+        1, ge=0, le=5, description="Extra LLM attempts after an invalid answer or an unreachable provider."
+    )
+    capture_max_chars: int = Field(
+        80_000, gt=0, description="Most transcript characters sent in one flush (the newest are kept)."
+    )
+    capture_min_turns: int = Field(1, gt=0, description="Fewest new turns worth a flush.")
+    capture_similarity: float = Field(
+        0.8,
+        gt=0,
+        le=1,
+        description="Embedding similarity at which compile treats an atom as a near-duplicate.",
+    )
+    capture_daily_retention_days: int = Field(
+        7, gt=0, description="Days a compiled daily document stays enabled before compile disables it."
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -1,3 +1,18 @@
 """memctl: the control plane of project memory for AI coding agents."""
 
+import os as _os
+import sys as _sys
+
 __all__: list[str] = []
+
+# `memctl hook <event>` runs at every agent lifecycle event and must answer within a few
+# hundred milliseconds, so the installed `memctl` script answers it here, before the CLI
+# (and the MCP server it imports) loads. `--help` still goes through the CLI.
+if (
+    _os.path.basename(_sys.argv[0]) == "memctl"
+    and _sys.argv[1:2] == ["hook"]
+    and not {"-h", "--help"} & set(_sys.argv[2:])
+):
+    from .capture._front import main as _hook
+
+    _sys.exit(_hook(_sys.argv[2:]))

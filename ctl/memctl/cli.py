@@ -13,9 +13,13 @@ import click
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 COMMANDS: dict[str, str] = {
+    "capture": "memctl.commands.capture:capture",
+    "compile": "memctl.commands.capture:compile_",
     "dify": "memctl.commands.dify:dify",
     "doctor": "memctl.commands.doctor:doctor",
     "down": "memctl.commands.down:down",
+    "flush": "memctl.commands.capture:flush",
+    "hook": "memctl.commands.capture:hook",
     "init": "memctl.commands.init:init",
     "migrate-store": "memctl.commands.migrate_store:migrate_store",
     "projects": "memctl.commands.projects:projects",

@@ -41,6 +41,10 @@ async def collect(project: Path | None) -> dict[str, Any]:
                 await _probe("knowledge", knowledge.url, knowledge.ping, knowledge.count),
             ],
         }
+        report["capture"] = {
+            "provider": settings.capture_provider,
+            "skipped": settings.capture_provider == "none",
+        }
         if isinstance(knowledge, DurableKnowledgeStore):
             report["outbox"] = dict(await knowledge.outbox.status())
         report["ok"] = all(s["healthy"] for s in report["stores"]) and not report.get("outbox", {}).get(
@@ -60,7 +64,8 @@ async def collect(project: Path | None) -> dict[str, Any]:
 )
 @json_option
 def status(project: Path | None, as_json: bool) -> None:
-    """Show a project's memory: each store's health and size, and writes waiting for Dify.
+    """Show a project's memory: each store's health and size, writes waiting for Dify, and
+    whether session capture runs (it is skipped while no capture provider is configured).
 
     Exit code 0 when every store answers and no queued write has failed, 5 otherwise.
 
@@ -86,6 +91,12 @@ def status(project: Path | None, as_json: bool) -> None:
             table.add_row(store["store"], store["url"], health, str(store.get("documents", "-")))
         console.print(table)
         console.print(f"embedding model: {report['embedding_model']}")
+        capture = report["capture"]
+        console.print(
+            "capture: skipped, no capture provider configured (set capture_provider)"
+            if capture["skipped"]
+            else f"capture: {capture['provider']} (memctl capture status for details)"
+        )
         if "outbox" in report:
             box = report["outbox"]
             console.print(

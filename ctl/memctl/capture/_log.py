@@ -1,0 +1,47 @@
+"""The capture log: one JSON object a line in `.memory/capture/capture.log`.
+
+Callers pass only text that holds no secrets (reasons, counts, names); the worker
+redacts anything derived from a transcript or an LLM answer before it gets here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+__all__ = ["log_event", "read_events"]
+
+_MAX_BYTES = 1_000_000
+
+
+def log_event(path: Path, event: str, **fields: Any) -> None:
+    """Append one event; the log is halved once it passes 1 MB. Never raises."""
+    line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "event": event, **fields})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size > _MAX_BYTES:
+            kept = path.read_text(encoding="utf-8", errors="replace").splitlines()[-2000:]
+            path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+    except OSError:
+        pass
+
+
+def read_events(path: Path, limit: int = 20) -> list[dict[str, Any]]:
+    """The last `limit` events (unparseable lines skipped)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            lines = deque(handle, maxlen=limit)
+    except FileNotFoundError:
+        return []
+    events = []
+    for line in lines:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events

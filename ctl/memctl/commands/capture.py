@@ -1,0 +1,282 @@
+"""`memctl hook`, `memctl flush`, `memctl compile` and `memctl capture status`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+from rich.table import Table
+
+from memory_bridge import ConfigError, MemctlError, load_settings
+
+from .._output import EXIT_CODES, console, emit_json, fail, json_option
+from ..capture import _front
+from ..capture._paths import CaptureDirs
+
+project_option = click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Project directory (default: current).",
+)
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("event", metavar="EVENT")
+@click.argument("signature", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Project directory (default: $CLAUDE_PROJECT_DIR, else the nearest directory with .memory/ "
+    "above the session's cwd).",
+)
+@json_option
+def hook(event: str, signature: tuple[str, ...], project: Path | None, as_json: bool) -> None:
+    """Run one client lifecycle hook, reading the client's JSON on stdin.
+
+    EVENT is session-start, pre-compact, post-compact, session-end or exit-plan-mode.
+    The hook stages the work and hands it to a detached worker, so it returns at once;
+    it always exits 0, and a problem is one line on stderr (the session goes on).
+    session-start prints context for the agent and starts the day's compile once.
+    Words after EVENT from a `#` on (the `# memctl-hook-v1` signature) are ignored.
+
+    \b
+    Example:
+      echo '{"session_id":"s1","transcript_path":"/tmp/s1.jsonl"}' | memctl hook session-end
+      memctl hook session-start --project ~/src/app
+    """
+    argv = [event, *(["--project", str(project)] if project else []), *(["--json"] if as_json else [])]
+    sys.exit(_front.main(argv + list(signature)))
+
+
+def _provider(settings: Any) -> Any:
+    from ..capture._llm import make_provider
+    from ..capture._worker import NO_PROVIDER
+
+    provider = make_provider(settings)
+    if provider is None:
+        raise ConfigError(f"capture is off: {NO_PROVIDER}")
+    return provider
+
+
+def _register_exit_codes() -> None:
+    from ..capture._llm import ProviderUnavailable
+
+    EXIT_CODES.setdefault(ProviderUnavailable, 5)  # the LLM could not answer: retryable, like an outage
+
+
+@click.command()
+@project_option
+@click.option(
+    "--transcript",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The session's transcript (Claude Code or Codex JSONL).",
+)
+@click.option("--session-id", help="Session id (default: the transcript's file name without .jsonl).")
+@click.option(
+    "--event",
+    default="manual",
+    show_default=True,
+    help="The hook event recorded with the daily document.",
+)
+@json_option
+def flush(project: Path | None, transcript: Path, session_id: str | None, event: str, as_json: bool) -> None:
+    """Distil a session's new turns into a daily document, in the foreground.
+
+    Only turns after the session's high-water mark are sent to the capture LLM, so a
+    second flush of the same transcript sends nothing. A store that cannot be reached
+    keeps the document queued; the next capture run delivers it.
+
+    Exit code 0 when done (or nothing new), 2 for bad settings, 5 when the LLM could
+    not answer, 1 when its answer broke the schema (nothing is written then).
+
+    \b
+    Example:
+      memctl flush --transcript ~/.claude/projects/app/1234.jsonl
+      memctl flush --project ~/src/app --transcript session.jsonl --json
+    """
+    _register_exit_codes()
+    from ..capture._flush import flush as run_flush
+
+    try:
+        settings = load_settings(project=project)
+        provider = _provider(settings)
+        result = anyio.run(
+            lambda: run_flush(
+                settings,
+                provider,
+                session_id=session_id or transcript.name.removesuffix(".jsonl"),
+                transcript=transcript.absolute(),
+                event=event,
+                lock_wait=settings.capture_timeout_seconds * (settings.capture_retries + 1) + 60,
+            )
+        )
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    report = {"ok": result.outcome != "busy", **result.to_dict()}
+    if as_json:
+        emit_json(report)
+    else:
+        console.print(f"flush {result.session_id}: [bold]{result.outcome}[/] ({result.turns} new turns)")
+        if result.daily:
+            console.print(f"{result.atoms} atoms in daily/{result.daily}")
+        for problem in result.dropped:
+            console.print(f"[yellow]dropped[/] {problem}")
+        if result.queued:
+            console.print(f"[yellow]{result.queued} documents wait for the store:[/] {result.store_error}")
+    if result.outcome == "busy":
+        raise SystemExit(4)
+
+
+@click.command(name="compile")
+@project_option
+@click.option("--dry-run", is_flag=True, help="Report what would happen; ask no LLM, write nothing.")
+@json_option
+def compile_(project: Path | None, dry_run: bool, as_json: bool) -> None:
+    """Merge the atoms of daily documents into knowledge and lessons.
+
+    A lesson with the same scope and error_pattern as an existing one updates it; an
+    atom with near-duplicates (by embedding similarity) goes to the capture LLM for
+    create, update or skip; any other atom becomes a new document. Compiled dailies
+    are disabled after capture_daily_retention_days.
+
+    Exit code 0 when every atom landed (or another compile holds the lock), 1 when
+    some atoms failed (the rest landed), 2 for bad settings, 5 when the store could not
+    be reached (the run resumes next time).
+
+    \b
+    Example:
+      memctl compile --dry-run
+      memctl compile --project ~/src/app --json
+    """
+    _register_exit_codes()
+    from ..capture._compile import compile_project
+
+    try:
+        settings = load_settings(project=project)
+        provider = None if dry_run else _provider(settings)
+        report = anyio.run(lambda: compile_project(settings, provider, dry_run=dry_run))
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    payload = report.to_dict()
+    if as_json:
+        emit_json(payload)
+    else:
+        _print_compile(payload)
+    if report.stopped:
+        raise SystemExit(5)
+    if report.errors:
+        raise SystemExit(1)
+
+
+def _print_compile(report: dict[str, Any]) -> None:
+    if report["skipped"]:
+        console.print(f"compile skipped: {report['skipped']}")
+        return
+    title = "compile (dry run: nothing written)" if report["dry_run"] else "compile"
+    table = Table(title=f"{title}: {report['dailies']} daily documents", title_justify="left")
+    for column in ("daily", "type", "title", "action", "target", "reason"):
+        table.add_column(column)
+    for atom in report["atoms"]:
+        style = "red" if atom["action"] == "error" else ""
+        table.add_row(
+            *(str(atom[k]) for k in ("daily", "type", "title", "action", "target", "reason")), style=style
+        )
+    console.print(table)
+    counts = ", ".join(f"{n} {action}" for action, n in sorted(report["counts"].items())) or "no atoms"
+    console.print(f"{counts}; compiled {len(report['compiled'])}, retired {len(report['retired'])} dailies")
+    if report["degraded"]:
+        console.print(f"[yellow]near-duplicates by name only:[/] {report['degraded']}")
+    if report["stopped"]:
+        console.print(f"[red]stopped:[/] {report['stopped']}")
+
+
+def capture_status_report(project: Path | None) -> dict[str, Any]:
+    from ..capture._compile import load_state
+    from ..capture._lock import lock_owner
+    from ..capture._log import read_events
+    from ..capture._outbox import queued
+    from ..capture._worker import NO_PROVIDER
+
+    settings = load_settings(project=project)
+    dirs = CaptureDirs(settings.project)
+    pending, failed = queued(dirs)
+    state = load_state(dirs)
+    owner = lock_owner(dirs.compile_lock)
+    sessions = list(dirs.sessions.glob("*.json")) if dirs.sessions.is_dir() else []
+    enabled = settings.capture_provider != "none"
+    return {
+        "project": str(settings.project),
+        "provider": settings.capture_provider,
+        "enabled": enabled,
+        "note": None if enabled else f"capture is skipped: {NO_PROVIDER}",
+        "outbox": {"pending": pending, "failed": failed},
+        "sessions": len(sessions),
+        "compile": {
+            "last_attempted_date": state.get("last_attempted_date"),
+            "last_run": state.get("last_run"),
+            "compiled_dailies": len(state["compiled"]),
+            "running_pid": owner.get("pid") if owner else None,
+        },
+        "recent": read_events(dirs.log, 10),
+        "worker_errors": dirs.worker_errors.is_file() and dirs.worker_errors.stat().st_size > 0,
+    }
+
+
+@click.group()
+def capture() -> None:
+    """The capture pipeline: what hooks distilled, what waits, when compile ran.
+
+    \b
+    Example:
+      memctl capture status
+    """
+
+
+@capture.command(name="status")
+@project_option
+@json_option
+def capture_status(project: Path | None, as_json: bool) -> None:
+    """Show the capture pipeline: provider, queued documents, sessions, compile, recent events.
+
+    \b
+    Example:
+      memctl capture status
+      memctl capture status --project ~/src/app --json
+    """
+    try:
+        report = capture_status_report(project)
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    if as_json:
+        emit_json(report)
+        return
+    console.print(f"capture: {report['project']}")
+    console.print(
+        f"provider: {report['provider']}" + (f" ([yellow]{report['note']}[/])" if report["note"] else "")
+    )
+    box = report["outbox"]
+    console.print(f"documents waiting for the store: {box['pending']} pending, {box['failed']} failed")
+    console.print(f"sessions with a high-water mark: {report['sessions']}")
+    run = report["compile"]
+    console.print(
+        f"compile: last attempted {run['last_attempted_date'] or 'never'}, "
+        f"{run['compiled_dailies']} dailies compiled"
+        + (f", running (pid {run['running_pid']})" if run["running_pid"] else "")
+    )
+    if report["worker_errors"]:
+        errors = CaptureDirs(Path(report["project"])).worker_errors
+        console.print(f"[red]the worker wrote errors:[/] see {errors}")
+    table = Table(title="recent events", title_justify="left")
+    for column in ("time", "event", "hook", "outcome", "detail"):
+        table.add_column(column)
+    for event in report["recent"]:
+        detail = event.get("reason") or event.get("daily") or event.get("name") or event.get("job") or ""
+        outcome = event.get("outcome") or event.get("action") or ""
+        table.add_row(
+            event.get("ts", ""), event.get("event", ""), str(event.get("hook", "")), outcome, str(detail)
+        )
+    console.print(table)
