@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import stat
 import tempfile
 from collections.abc import Callable
@@ -77,6 +78,7 @@ GITIGNORE_LINES = ("/.memory/",)
 HOOK_EVENTS: dict[str, tuple[str | None, str]] = {
     "SessionStart": (None, "session-start"),
     "PreCompact": (None, "pre-compact"),
+    "PostCompact": (None, "post-compact"),
     "SessionEnd": (None, "session-end"),
     "PostToolUse": ("ExitPlanMode", "exit-plan-mode"),
 }
@@ -135,11 +137,18 @@ def server_entry(plan: Plan) -> ServerEntry:
     return {"command": plan.command, "args": ["serve", "--project", str(plan.project)]}
 
 
-def hook_entries() -> dict[str, list[JSONObject]]:
-    """memctl's hook entries by event, each command ending in the ownership signature."""
+def hook_entries(command: str = "memctl", project: Path | None = None) -> dict[str, list[JSONObject]]:
+    """memctl's hook entries by event, each command ending in the ownership signature.
+
+    With `project`, the hook names it (`--project`), so it works from any directory the
+    client starts it in."""
     entries: dict[str, list[JSONObject]] = {}
+    where = f" --project {shlex.quote(str(project))}" if project is not None else ""
     for event, (matcher, argument) in HOOK_EVENTS.items():
-        hook = {"type": "command", "command": f"memctl hook {argument} {HOOK_SIGNATURE}"}
+        hook = {
+            "type": "command",
+            "command": f"{shlex.quote(command)} hook {argument}{where} {HOOK_SIGNATURE}",
+        }
         entries[event] = [{"matcher": matcher, "hooks": [hook]} if matcher else {"hooks": [hook]}]
     return entries
 
@@ -348,7 +357,7 @@ def _mcp_json(path: str, key: str, plan: Plan, entry: ServerEntry) -> _Merged:
 
 def _claude(plan: Plan) -> list[_Merged | _Owned]:
     def settings(document: JSONObject) -> JSONObject:
-        hooked = merge_hooks(document, hook_entries()) if plan.hooks else document
+        hooked = merge_hooks(document, hook_entries(plan.command, plan.project)) if plan.hooks else document
         return ensure_listed(hooked, key="enabledMcpjsonServers", value=plan.server_name)
 
     return [
@@ -359,7 +368,8 @@ def _claude(plan: Plan) -> list[_Merged | _Owned]:
 
 
 def _agents(plan: Plan) -> list[_Merged | _Owned]:
-    hooks = [_Merged(Path(".agents/hooks.json"), _json(lambda doc: merge_hooks(doc, hook_entries())))]
+    ours = hook_entries(plan.command, plan.project)
+    hooks = [_Merged(Path(".agents/hooks.json"), _json(lambda doc: merge_hooks(doc, ours)))]
     return [
         _mcp_json(".agents/mcp.json", "mcpServers", plan, server_entry(plan)),
         *(hooks if plan.hooks else []),

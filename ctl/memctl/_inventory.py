@@ -36,7 +36,7 @@ class Project(BaseModel):
     mode: Literal["embedded", "stack"] = "embedded"
     clients: tuple[Client, ...] = tuple(sorted(ALL_CLIENTS))
     codex_config: str = ""
-    hooks: bool = False
+    hooks: bool = True
     entry_store: str | None = None
     knowledge_store: str | None = None
     bridge_port: Annotated[int, Field(ge=1024, le=65535)] | None = None

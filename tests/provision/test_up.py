@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,34 @@ def test_down_takes_memctl_back_out_and_keeps_the_users_files(tmp_path: Path) ->
         "down", "--project", str(workspace), "--purge", "--yes", "--json", state=tmp_path / "state"
     )
     assert purged.returncode == 0 and not (workspace / ".memory").exists()
+
+
+def test_the_rendered_hooks_run_as_the_client_runs_them(tmp_path: Path) -> None:
+    workspace = tmp_path / "app"
+    workspace.mkdir()
+    up_json("--project", str(workspace), "--client", "claude", state=tmp_path / "state")
+    hooks = json.loads((workspace / ".claude" / "settings.json").read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "PreCompact", "PostCompact", "SessionEnd", "PostToolUse"}
+    command = hooks["SessionStart"][0]["hooks"][0]["command"]
+    assert f"--project {workspace}" in command
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    bin_dir = Path(os.sys.executable).parent
+    env = {**bridge_env(), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    started = subprocess.run(
+        ["sh", "-c", command],
+        input=json.dumps({"session_id": "s-1", "source": "startup", "hook_event_name": "SessionStart"}),
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,
+        env=env,
+        timeout=60,
+    )
+    assert started.returncode == 0, started.stderr
+    context = json.loads(started.stdout)["hookSpecificOutput"]
+    assert context["hookEventName"] == "SessionStart" and "recall_lessons" in context["additionalContext"]
+
+    no_hooks = tmp_path / "quiet"
+    no_hooks.mkdir()
+    up_json("--project", str(no_hooks), "--client", "claude", "--no-hooks", state=tmp_path / "state")
+    assert "hooks" not in json.loads((no_hooks / ".claude" / "settings.json").read_text())

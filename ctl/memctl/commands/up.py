@@ -37,6 +37,12 @@ from ._runs import chosen_inventory, run_and_report, target_options
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also register the server in this Codex config.toml (e.g. ~/.codex/config.toml).",
 )
+@click.option(
+    "--hooks/--no-hooks",
+    default=True,
+    show_default=True,
+    help="Wire the capture hooks (memctl hook <event>) into Claude Code and .agents/.",
+)
 @json_option
 def up(
     project: Path | None,
@@ -47,6 +53,7 @@ def up(
     mode: str,
     clients: tuple[str, ...],
     codex_config: Path | None,
+    hooks: bool,
     as_json: bool,
 ) -> None:
     """Provision memory for a project, or for every project of an inventory, with Ansible.
@@ -55,7 +62,8 @@ def up(
     bridge token (mode 0600), the stores created and migrated, a real MCP round trip over
     stdio (the memctl/setup entry saved once and found by search), and the project's MCP
     clients registered by structural merge (.mcp.json, .claude/settings.json,
-    .cursor/mcp.json, .vscode/mcp.json, .agents/, skills, a .gitignore block): your own
+    .cursor/mcp.json, .vscode/mcp.json, .agents/, skills, the capture hooks, a
+    .gitignore block): your own
     entries stay as they are, and a file memctl owns that you edited is reported and left
     alone. A second run changes nothing (changed=0). The inventory is checked before
     anything runs; --check --diff shows what a run would change.
@@ -79,7 +87,7 @@ def up(
                 directory.mkdir(parents=True, exist_ok=True)
             codex = str(codex_config.expanduser().absolute()) if codex_config else ""
             chosen = clients or tuple(sorted(ALL_CLIENTS))
-            target = project_for(directory, mode=mode, clients=chosen, codex_config=codex)
+            target = project_for(directory, mode=mode, clients=chosen, codex_config=codex, hooks=hooks)
     except MemctlError as exc:
         fail(exc, as_json=as_json)
     run_and_report("memctl up", "site", target, check=check, show_diff=show_diff, as_json=as_json)

@@ -84,8 +84,11 @@ def test_each_client_gets_its_server_entry(tmp_path: Path, plan: Plan) -> None:
         assert read_json(tmp_path / name) == {"mcpServers": {"memory": ENTRY}}
     assert read_json(tmp_path / ".vscode/mcp.json") == {"servers": {"memory": {"type": "stdio", **ENTRY}}}
     settings_json = read_json(tmp_path / ".claude/settings.json")
-    assert settings_json == {"hooks": hook_entries(), "enabledMcpjsonServers": ["memory"]}
-    assert read_json(tmp_path / ".agents/hooks.json") == {"hooks": hook_entries()}
+    assert settings_json == {
+        "hooks": hook_entries(plan.command, plan.project),
+        "enabledMcpjsonServers": ["memory"],
+    }
+    assert read_json(tmp_path / ".agents/hooks.json") == {"hooks": hook_entries(plan.command, plan.project)}
     assert (tmp_path / ".gitignore").read_text() == "# >>> memctl >>>\n/.memory/\n# <<< memctl <<<\n"
     text = (tmp_path / ".mcp.json").read_text()
     assert text == json.dumps({"mcpServers": {"memory": ENTRY}}, indent=2) + "\n"
@@ -146,10 +149,10 @@ def test_user_entries_pass_through_and_our_entry_is_replaced_not_duplicated(
     assert merged["hooks"]["Stop"] == user_settings["hooks"]["Stop"]
     assert merged["hooks"]["SessionStart"] == [
         user_settings["hooks"]["SessionStart"][0],
-        *hook_entries()["SessionStart"],
+        *hook_entries(plan.command, plan.project)["SessionStart"],
     ]
     commands = json.dumps(merged)
-    assert commands.count(HOOK_SIGNATURE) == len(hook_entries())
+    assert commands.count(HOOK_SIGNATURE) == len(hook_entries(plan.command, plan.project))
 
 
 def test_a_reformatted_file_is_rewritten_once_then_stable(tmp_path: Path, plan: Plan) -> None:
