@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.memctl.stack.plugins.module_utils.docker import HASH_LABEL, DockerCLI, fingerprint
 
 DOCUMENTATION = r"""
@@ -19,7 +20,7 @@ description:
     whose spec and image match is left alone (started if it was stopped); one that differs is
     removed and created again. A re-run therefore reports C(changed=false).
   - Check mode reports what would happen and changes nothing; diff shows the old and new spec.
-    Do not put secrets in I(env): mount a file that holds them instead.
+    Do not put secrets in I(env); mount a file that holds them instead.
 options:
   name:
     description: Container name.

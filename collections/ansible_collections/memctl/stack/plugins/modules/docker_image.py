@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.memctl.stack.plugins.module_utils.docker import HASH_LABEL, DockerCLI, fingerprint
 
 DOCUMENTATION = r"""
@@ -43,8 +44,8 @@ options:
     default: Dockerfile
   files:
     description:
-      - Further files placed in the build context, as C(PATH_IN_CONTEXT: FILE_ON_MACHINE)
-        (e.g. certificates the build should trust). Their contents enter the hash.
+      - Further files placed in the build context, mapping a path in the context to a file on
+        the machine (e.g. certificates the build should trust). Their contents enter the hash.
     type: dict
     default: {}
   base_image:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.memctl.stack.plugins.module_utils.docker import DockerCLI
 
 DOCUMENTATION = r"""
