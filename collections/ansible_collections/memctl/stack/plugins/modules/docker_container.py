@@ -1,0 +1,222 @@
+"""Ansible module: keep one Docker container running exactly as specified."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.memctl.stack.plugins.module_utils.docker import HASH_LABEL, DockerCLI, fingerprint
+
+DOCUMENTATION = r"""
+module: docker_container
+short_description: Run a Docker container as specified, recreating it only when the spec changed
+description:
+  - Keeps container I(name) running from I(image) with the given command, environment, mounts,
+    published ports, networks and user, through the Docker CLI.
+  - The spec (and the ID of the image it runs) is stored in labels on the container. A container
+    whose spec and image match is left alone (started if it was stopped); one that differs is
+    removed and created again. A re-run therefore reports C(changed=false).
+  - Check mode reports what would happen and changes nothing; diff shows the old and new spec.
+    Do not put secrets in I(env); mount a file that holds them instead.
+options:
+  name:
+    description: Container name.
+    type: str
+    required: true
+  state:
+    description: C(started) keeps it running; C(absent) removes it.
+    type: str
+    choices: [started, absent]
+    default: started
+  image:
+    description: Image to run (must exist locally; build it with memctl.stack.docker_image).
+    type: str
+  command:
+    description: Arguments after the image (the entrypoint's arguments, or the command).
+    type: list
+    elements: str
+    default: []
+  env:
+    description: Environment variables (visible in C(docker inspect) and in diffs).
+    type: dict
+    default: {}
+  mounts:
+    description: Bind mounts and volumes as C(SOURCE:TARGET[:ro]).
+    type: list
+    elements: str
+    default: []
+  published:
+    description: Published ports as C(HOST_IP:HOST_PORT:CONTAINER_PORT).
+    type: list
+    elements: str
+    default: []
+  networks:
+    description: Networks to attach (the first at creation, the others after it).
+    type: list
+    elements: str
+    default: []
+  user:
+    description: C(UID:GID) the container runs as (default the image's).
+    type: str
+  restart:
+    description: Restart policy.
+    type: str
+    default: unless-stopped
+  healthcheck:
+    description: Health command run with C(sh -c) inside the container (default the image's).
+    type: str
+  wait:
+    description: Seconds to wait for the container to be healthy (or running, without a health check).
+    type: int
+    default: 0
+author: memctl
+"""
+
+EXAMPLES = r"""
+- name: Run Valkey
+  memctl.stack.docker_container:
+    name: memctl-valkey
+    image: valkey/valkey:8.1.4
+    command: [valkey-server, --appendonly, "yes"]
+    mounts: ["memctl-valkey-data:/data"]
+    published: ["127.0.0.1:6379:6379"]
+    networks: [memctl]
+    wait: 60
+"""
+
+RETURN = r"""
+container_id:
+  description: ID of the container (empty in check mode when it would be created).
+  returned: always
+  type: str
+action:
+  description: What was done (or would be done in check mode).
+  returned: always
+  type: str
+  sample: created
+"""
+
+
+SPEC_LABEL = "io.memctl.spec"
+_SPEC_KEYS = ("image", "command", "env", "mounts", "published", "networks", "user", "restart", "healthcheck")
+
+
+def create_args(spec: dict[str, Any], name: str, fp: str) -> list[str]:
+    """The `docker run` arguments for a spec."""
+    args = ["run", "--detach", "--name", name, "--restart", spec["restart"]]
+    args += ["--label", f"{HASH_LABEL}={fp}", "--label", f"{SPEC_LABEL}={json.dumps(spec, sort_keys=True)}"]
+    for key, value in sorted(spec["env"].items()):
+        args += ["--env", f"{key}={value}"]
+    for mount in spec["mounts"]:
+        args += ["--volume", mount]
+    for port in spec["published"]:
+        args += ["--publish", port]
+    if spec["networks"]:
+        args += ["--network", spec["networks"][0]]
+    if spec["user"]:
+        args += ["--user", spec["user"]]
+    if spec["healthcheck"]:
+        args += [
+            "--health-cmd",
+            spec["healthcheck"],
+            "--health-interval",
+            "5s",
+            "--health-start-period",
+            "30s",
+        ]
+    return [*args, spec["image"], *spec["command"]]
+
+
+def wait_ready(docker: DockerCLI, name: str, seconds: int) -> None:
+    """Wait until the container is healthy (or running, if it has no health check)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        state = (docker.inspect("container", name) or {}).get("State") or {}
+        health = (state.get("Health") or {}).get("Status")
+        if state.get("Running") and health in (None, "healthy"):
+            return
+        if not state.get("Running") and state.get("Status") in ("exited", "dead"):
+            _, logs, errors = docker.run("logs", "--tail", "20", name, check=False)
+            docker.module.fail_json(msg=f"container {name} exited:\n{(logs + errors).strip()}")
+        if time.monotonic() > deadline:
+            docker.module.fail_json(msg=f"container {name} is not ready after {seconds} s (health: {health})")
+        time.sleep(1)
+
+
+def run(module: AnsibleModule) -> dict[str, Any]:
+    """Bring the container to the requested state (or say what that would take)."""
+    params = module.params
+    docker = DockerCLI(module)
+    name = params["name"]
+    existing = docker.inspect("container", name)
+    labels = ((existing or {}).get("Config") or {}).get("Labels") or {}
+    before = json.loads(labels[SPEC_LABEL]) if SPEC_LABEL in labels else ({"name": name} if existing else {})
+    if params["state"] == "absent":
+        if existing and not module.check_mode:
+            docker.run("rm", "--force", name)
+        action = "removed" if existing else "none"
+        return {
+            "changed": bool(existing),
+            "action": action,
+            "container_id": "",
+            "diff": {"before": before, "after": {}},
+        }
+    if not params["image"]:
+        module.fail_json(msg="image is required when state is started")
+    spec = {key: params[key] for key in _SPEC_KEYS}
+    image = docker.inspect("image", params["image"])
+    if image is None and not module.check_mode:
+        module.fail_json(msg=f"image {params['image']} is not on this machine: build or pull it first")
+    fp = fingerprint({"spec": spec, "image_id": image["Id"] if image else "(to be built)"})
+    running = bool(((existing or {}).get("State") or {}).get("Running"))
+    if existing and labels.get(HASH_LABEL) == fp:
+        action = "none" if running else "started"
+    else:
+        action = "recreated" if existing else "created"
+    result: dict[str, Any] = {
+        "changed": action != "none",
+        "action": action,
+        "diff": {"before": before, "after": spec},
+    }
+    if not module.check_mode:
+        if action in ("recreated", "created"):
+            if existing:
+                docker.run("rm", "--force", name)
+            docker.run(*create_args(spec, name, fp))
+            for network in spec["networks"][1:]:
+                docker.run("network", "connect", network, name)
+        elif action == "started":
+            docker.run("start", name)
+        if params["wait"] > 0:
+            wait_ready(docker, name, params["wait"])
+    current = docker.inspect("container", name) if not module.check_mode or action == "none" else None
+    result["container_id"] = str(current["Id"]) if current else ""
+    return result
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "name": {"type": "str", "required": True},
+            "state": {"type": "str", "choices": ["started", "absent"], "default": "started"},
+            "image": {"type": "str"},
+            "command": {"type": "list", "elements": "str", "default": []},
+            "env": {"type": "dict", "default": {}},
+            "mounts": {"type": "list", "elements": "str", "default": []},
+            "published": {"type": "list", "elements": "str", "default": []},
+            "networks": {"type": "list", "elements": "str", "default": []},
+            "user": {"type": "str"},
+            "restart": {"type": "str", "default": "unless-stopped"},
+            "healthcheck": {"type": "str"},
+            "wait": {"type": "int", "default": 0},
+        },
+        supports_check_mode=True,
+    )
+    module.exit_json(**run(module))
+
+
+if __name__ == "__main__":
+    main()
