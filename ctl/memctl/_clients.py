@@ -63,6 +63,7 @@ __all__ = [
     "hook_entries",
     "remove",
     "server_entry",
+    "write_atomically",
 ]
 
 Client = Literal["claude", "cursor", "vscode", "agents"]
@@ -451,7 +452,7 @@ def _read(path: Path) -> str | None:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); the file was left unchanged") from exc
 
 
-def _write(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
     """Replace a file atomically (temp file, then rename), keeping its mode; new files get 0644.
 
     A symlink is followed, so the file it points to is updated and the link stays.
@@ -557,7 +558,7 @@ def apply(workspace: Path, plan: Plan, *, check: bool = False) -> list[Change]:
     if not check:
         for step in steps:
             if step.text is not None:
-                _write(step.change.path, step.text)
+                write_atomically(step.change.path, step.text)
     return [step.change for step in steps]
 
 
@@ -594,7 +595,7 @@ def remove(workspace: Path, plan: Plan, *, check: bool = False) -> list[Change]:
     if not check:
         for step in steps:
             if step.text is not None:
-                _write(step.change.path, step.text)
+                write_atomically(step.change.path, step.text)
         for path in deleted:
             path.unlink()
     return [step.change for step in steps]

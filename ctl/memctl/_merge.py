@@ -33,6 +33,7 @@ __all__ = [
     "merge_hooks",
     "merge_marked_block",
     "merge_servers",
+    "merge_toml_key",
     "merge_toml_table",
     "remove_hooks",
     "remove_listed",
@@ -411,3 +412,35 @@ def remove_marked_block(text: str, *, start: str, end: str) -> str:
         if first > 0 and not lines[first - 1].strip():
             inside.add(first - 1)
     return "".join(line for i, line in enumerate(lines) if i not in inside)
+
+
+def merge_toml_key(text: str, key: str, value: TomlValue) -> str:
+    """TOML `text` with top-level `key` set to `value`; every other line as it was.
+
+    An existing top-level assignment is replaced where it stands; otherwise the key goes
+    after the leading comments, before the first table. The result is parsed to prove
+    that nothing but `key` changed.
+    """
+    before = _parse_toml(text, "the file")
+    newline = _newline(text)
+    lines = _split_lines(text)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += newline
+    kinds = _classify(lines)
+    first_table = next((i for i, (kind, _) in enumerate(kinds) if kind == "header"), len(lines))
+    assignment = f"{_toml_key(key)} = {_toml_value(value)}{newline}"
+    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    found = [i for i in range(first_table) if kinds[i][0] != "trivia" and pattern.match(lines[i])]
+    if found:
+        lines[found[0]] = assignment
+    else:
+        at = 0
+        while at < first_table and kinds[at][0] == "trivia" and lines[at].strip():
+            at += 1
+        lines.insert(at, assignment)
+    merged = "".join(lines)
+    after = _parse_toml(merged, "the merged file (is the key also set by a dotted key or a table?)")
+    rest_before = {k: v for k, v in before.items() if k != key}
+    if after.get(key) != value or {k: v for k, v in after.items() if k != key} != rest_before:
+        raise ConfigError(f"setting {key} would change more than that key")
+    return merged

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -144,18 +145,22 @@ class Stack:
     runs: dict[str, PlaybookRun] = field(default_factory=dict)
 
     def playbook(self, *extra: str) -> PlaybookRun:
-        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-        env = {k: v for k, v in env.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
-        playbook = Path(sys.executable).with_name("ansible-playbook")
+        """`memctl up --inventory` (site.yml: the stack, then each project), as a user runs it."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
+        env["MEMCTL_STATE_DIR"] = str(self.root / "state")
         result = subprocess.run(
-            [str(playbook), "-i", str(self.inventory), str(REPO / "playbooks" / "stack.yml"), *extra],
-            cwd=REPO,
+            [sys.executable, "-m", "memctl", "up", "--inventory", str(self.inventory), "--json", *extra],
+            cwd=self.root,
             env=env,
             capture_output=True,
             text=True,
             check=False,
         )
-        return PlaybookRun(result.returncode, result.stdout + result.stderr)
+        try:
+            log = Path(json.loads(result.stdout)["log"]).read_text()
+        except (ValueError, KeyError):
+            log = ""
+        return PlaybookRun(result.returncode, result.stdout + result.stderr + log)
 
     def token(self, slug: str) -> str:
         return (self.workspaces[slug] / ".memory" / "bridge.token").read_text().strip()
@@ -188,27 +193,17 @@ def _inventory(
         "dify_url": dify_url,
         "dify_memctl_command": str(Path(sys.executable).with_name("memctl")),
     }
-    projects = {
-        slug: {
-            "memctl_project": {
-                "slug": slug,
-                "workspace": str(stack.workspaces[slug]),
-                "mode": "stack",
-                "bridge_port": stack.ports[slug],
-                "machine": "localhost",
-            }
+    projects = [
+        {
+            "slug": slug,
+            "workspace": str(stack.workspaces[slug]),
+            "mode": "stack",
+            "clients": ["claude"],
+            "bridge_port": stack.ports[slug],
         }
         for slug in SLUGS
-    }
-    return {
-        "all": {
-            "vars": machine_vars,
-            "children": {
-                "memctl_stack_machines": {"hosts": {"localhost": {}}},
-                "memctl_stack_projects": {"hosts": projects},
-            },
-        }
-    }
+    ]
+    return {"all": {"vars": machine_vars, "hosts": {"localhost": {"memctl_projects": projects}}}}
 
 
 def _remove_stack() -> None:

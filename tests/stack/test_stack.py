@@ -174,3 +174,17 @@ def test_dify_is_onboarded_once_with_the_key_in_a_private_file(stack: Stack) -> 
     first, second = stack.runs["first"].output, stack.runs["second"].output
     assert "changed: [localhost]" in first.split("Onboard Dify headlessly")[1].split("TASK")[0]
     assert "ok: [localhost]" in second.split("Onboard Dify headlessly")[1].split("TASK")[0]
+
+
+def test_each_stack_project_is_provisioned_like_any_project(stack: Stack) -> None:
+    """site.yml also ran the project roles: settings point at the machine's Valkey under the
+    project's prefix, the stdio round trip went through it, and the clients are registered."""
+    import tomllib
+
+    for slug in SLUGS:
+        workspace = stack.workspaces[slug]
+        settings = tomllib.loads((workspace / ".memory" / "config.toml").read_text())
+        assert settings["entry_store"] == f"valkey://127.0.0.1:{stack.valkey_port}/0?prefix={slug}:"
+        assert "memory" in json.loads((workspace / ".mcp.json").read_text())["mcpServers"]
+        keys = valkey.Valkey(port=stack.valkey_port).keys(f"{slug}:mem:memctl/setup")
+        assert keys, "the setup entry was saved in Valkey under the project's prefix"
