@@ -13,6 +13,7 @@ import click
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 COMMANDS: dict[str, str] = {
+    "backup": "memctl.commands.backup:backup",
     "capture": "memctl.commands.capture:capture",
     "compile": "memctl.commands.capture:compile_",
     "dify": "memctl.commands.dify:dify",
@@ -23,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "init": "memctl.commands.init:init",
     "migrate-store": "memctl.commands.migrate_store:migrate_store",
     "projects": "memctl.commands.projects:projects",
+    "restore": "memctl.commands.restore:restore",
     "serve": "memctl.commands.serve:serve",
     "status": "memctl.commands.status:status",
     "up": "memctl.commands.up:up",

@@ -573,10 +573,11 @@ class SqliteEntryStore:
                         [(t, entry.id) for t in entry.tags],
                     )
                     self._adjust_count(conn, 1)
-                conn.execute(
-                    "INSERT INTO revisions (id, rev, expires_at) VALUES (?, ?, ?)",
-                    (record.id, record.revision, record.expires_at),
-                )
+                if record.revision or entry is not None or record.history:
+                    conn.execute(
+                        "INSERT INTO revisions (id, rev, expires_at) VALUES (?, ?, ?)",
+                        (record.id, record.revision, record.expires_at),
+                    )
                 conn.executemany(
                     "INSERT INTO history (id, rev, snapshot) VALUES (?, ?, ?)",
                     [(record.id, record.revision - i, snap) for i, snap in enumerate(record.history)],
