@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "restore": "memctl.commands.restore:restore",
     "serve": "memctl.commands.serve:serve",
     "status": "memctl.commands.status:status",
+    "token": "memctl.commands.token:token",
     "up": "memctl.commands.up:up",
 }
 """Each command's name and where it lives (`module:attribute`)."""
