@@ -13,6 +13,7 @@ import click
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 COMMANDS: dict[str, str] = {
+    "audit": "memctl.commands.audit:audit",
     "backup": "memctl.commands.backup:backup",
     "capture": "memctl.commands.capture:capture",
     "compile": "memctl.commands.capture:compile_",
