@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "flush": "memctl.commands.capture:flush",
     "hook": "memctl.commands.capture:hook",
     "init": "memctl.commands.init:init",
+    "migrate": "memctl.commands.migrate:migrate_command",
     "migrate-store": "memctl.commands.migrate_store:migrate_store",
     "projects": "memctl.commands.projects:projects",
     "restore": "memctl.commands.restore:restore",

@@ -451,6 +451,23 @@ class SqliteEntryStore:
             return 0
         return await self._semantic.upkeep(self._db)
 
+    async def stale_vectors(self) -> int:
+        """Entries without a vector of the current model (0 without a model)."""
+        if self._semantic is None:
+            return 0
+        model = self._semantic.embedder.name
+
+        def run(conn: sqlite3.Connection, now: float) -> int:
+            queued = conn.execute("SELECT count(*) FROM pending_vectors").fetchone()[0]
+            other = conn.execute(
+                "SELECT count(*) FROM entry_vectors AS v WHERE v.model != ?"
+                " AND v.rowid NOT IN (SELECT rowid FROM pending_vectors)",
+                (model,),
+            ).fetchone()[0]
+            return int(queued) + int(other)
+
+        return await self._read("stale_vectors", run)
+
     async def list_entries(self, flt: EntryFilter, *, sort: SortOrder, offset: int, limit: int) -> EntryPage:
         def run(conn: sqlite3.Connection, now: float) -> EntryPage:
             where, params = self._filter_sql(flt, now)

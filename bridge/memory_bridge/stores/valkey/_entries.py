@@ -34,7 +34,7 @@ from ._cluster import apply_book, sweep_cluster
 from ._errors import map_valkey_errors
 from ._keys import KeyLayout
 from ._rank import rank
-from ._scripts import DELETE, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, WRITE
+from ._scripts import DELETE, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPGRADE, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
 __all__ = ["ValkeyEntryStore"]
@@ -161,6 +161,7 @@ class ValkeyEntryStore:
         self._import = self._client.register_script(IMPORT)
         self._op_reserve = self._client.register_script(OP_RESERVE)
         self._fetch_many = self._client.register_script(FETCH)
+        self._upgrade = self._client.register_script(UPGRADE)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -542,6 +543,37 @@ class ValkeyEntryStore:
     async def upkeep(self) -> int:
         """Nothing to do: memory_search on Valkey ranks by keywords only."""
         return 0
+
+    # -- migrations (memctl migrate) ----------------------------------------------------------
+
+    async def schema_version(self) -> int:
+        """The data-layout version memctl recorded in this store (0: memory-mcp's or none)."""
+        async with self._call("migrate"):
+            return int(await self._client.get(self.keys.own("memschema")) or 0)
+
+    async def record_schema_version(self, version: int) -> None:
+        async with self._call("migrate"):
+            await self._client.set(self.keys.own("memschema"), version)
+
+    async def legacy_ids(self) -> list[str]:
+        """Ids of entries without a revision counter (written by memory-mcp before 1.1)."""
+        legacy: list[str] = []
+        async with self._call("migrate", BULK_TIMEOUT_SECONDS):
+            async for batch in self._scan_ids("mem:"):
+                pipe = self._client.pipeline(transaction=False)
+                for id in batch:
+                    pipe.exists(self.keys.entry("memrev:", id))
+                legacy += [id for id, has in zip(batch, await pipe.execute(), strict=True) if not has]
+        return legacy
+
+    async def upgrade_legacy(self, ids: Sequence[str]) -> int:
+        """Give each legacy entry a revision counter and a first snapshot, one atomic script
+        per entry; return how many were upgraded (already upgraded ones are skipped)."""
+        async with self._call("migrate", BULK_TIMEOUT_SECONDS):
+            done = 0
+            for id in ids:
+                done += int(await self._upgrade(keys=self.keys.entry_keys(id), args=[]))
+            return done
 
     async def ping(self) -> None:
         async with self._call("health"):
