@@ -35,7 +35,6 @@ __all__ = [
     "ArchiveWriter",
     "ArchivedDocument",
     "Manifest",
-    "iter_documents",
     "iter_entry_batches",
     "verify_archive",
 ]
@@ -283,9 +282,13 @@ def _lines(path: Path, handle: IO[bytes], name: str) -> Iterator[tuple[int, dict
 
 
 def _check_file(
-    path: Path, open_member: Callable[[str], IO[bytes]], name: str, summary: dict[str, Any]
+    path: Path,
+    open_member: Callable[[str], IO[bytes]],
+    name: str,
+    summary: dict[str, Any],
+    accept: Callable[[dict[str, Any]], None],
 ) -> None:
-    """Checksum, size and count of one member, and every line parsed as its record type."""
+    """Checksum, size and count of one member; every line parsed and handed to `accept`."""
     sha = hashlib.sha256()
     size = count = 0
     handle = open_member(name)
@@ -294,11 +297,7 @@ def _check_file(
         size += len(line)
         count += 1
         try:
-            value = json.loads(line)
-            if name == ENTRIES:
-                EntryRecord.from_dict(value)
-            else:
-                ArchivedDocument.from_dict(value)
+            accept(json.loads(line))
         except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
             raise _bad(path, f"{name} line {number} is not a valid record ({exc})") from exc
     if size != int(summary["bytes"]) or count != int(summary["count"]):
@@ -311,12 +310,26 @@ def _check_file(
         raise _bad(path, f"{name} fails its sha256 checksum (the file was changed or damaged)")
 
 
-def verify_archive(path: Path) -> Manifest:
-    """Read the whole archive and check it; raise InvalidInput on the first problem."""
+def verify_archive(
+    path: Path,
+    *,
+    on_entry: Callable[[EntryRecord], None] = lambda record: None,
+    on_document: Callable[[ArchivedDocument], None] = lambda document: None,
+) -> Manifest:
+    """Read the whole archive and check it, handing each parsed record to the callbacks;
+    raise InvalidInput on the first problem."""
     with _members(path) as open_member:
         manifest = _manifest(path, open_member)
-        for name, summary in manifest.files.items():
-            _check_file(path, open_member, name, summary)
+        _check_file(
+            path, open_member, ENTRIES, manifest.files[ENTRIES], lambda v: on_entry(EntryRecord.from_dict(v))
+        )
+        _check_file(
+            path,
+            open_member,
+            KNOWLEDGE,
+            manifest.files[KNOWLEDGE],
+            lambda v: on_document(ArchivedDocument.from_dict(v)),
+        )
     return manifest
 
 
@@ -331,10 +344,3 @@ def iter_entry_batches(path: Path) -> Iterator[list[EntryRecord]]:
                 batch = []
         if batch:
             yield batch
-
-
-def iter_documents(path: Path) -> Iterator[ArchivedDocument]:
-    """The archive's documents (call verify_archive first)."""
-    with _members(path) as open_member:
-        for _, value in _lines(path, open_member(KNOWLEDGE), KNOWLEDGE):
-            yield ArchivedDocument.from_dict(value)

@@ -20,7 +20,6 @@ from ._archive import (
     ArchivedDocument,
     ArchiveWriter,
     Manifest,
-    iter_documents,
     iter_entry_batches,
     verify_archive,
 )
@@ -113,10 +112,6 @@ async def _entry_fingerprints(store: EntryStore) -> dict[str, Fingerprint]:
     async for batch in store.export_records():
         found.update((r.id, fingerprint(r)) for r in batch)
     return found
-
-
-def _archive_fingerprints(path: Path) -> dict[str, Fingerprint]:
-    return {r.id: fingerprint(r) for batch in iter_entry_batches(path) for r in batch}
 
 
 def _compare(wanted: dict[str, Fingerprint], found: dict[str, Fingerprint], *, exact: bool) -> list[str]:
@@ -214,12 +209,19 @@ async def restore(
 ) -> RestoreReport:
     """Check the archive and both targets, then write, then compare every item."""
     progress("verifying", 0, None)
-    report = RestoreReport(verify_archive(path))
-    wanted_entries = _archive_fingerprints(path)
+    wanted_entries: dict[str, Fingerprint] = {}
+    wanted_docs: dict[DocKey, ArchivedDocument] = {}
+
+    def take_entry(record: EntryRecord) -> None:
+        wanted_entries[record.id] = fingerprint(record)
+
+    def take_document(document: ArchivedDocument) -> None:
+        wanted_docs[(document.slot, document.name)] = document
+
+    report = RestoreReport(verify_archive(path, on_entry=take_entry, on_document=take_document))
     found_entries = await _entry_fingerprints(entries)
     entry_diff = _compare(wanted_entries, found_entries, exact=True)
     report.entries_state = _state(entry_diff, len(found_entries))
-    wanted_docs = {(d.slot, d.name): d for d in iter_documents(path)}
     found_docs = await _target_documents(knowledge)
     doc_diff = _doc_mismatches(wanted_docs, found_docs, exact=True)
     report.knowledge_state = _state(doc_diff, len(found_docs))

@@ -19,7 +19,7 @@ Arguments arrive as one JSON object in ARGV[1]; results leave as one JSON object
 
 from __future__ import annotations
 
-__all__ = ["DELETE", "FETCH", "GET", "IMPORT", "OP_RESERVE", "SWEEP", "UPGRADE", "WRITE"]
+__all__ = ["DELETE", "EXPORT", "FETCH", "GET", "IMPORT", "OP_RESERVE", "SWEEP", "UPGRADE", "WRITE"]
 
 _PRELUDE = r"""
 local book = {}
@@ -303,6 +303,22 @@ FETCH = r"""
 local out = {}
 for i = 2, #ARGV do
   out[#out + 1] = redis.call('HGETALL', ARGV[1] .. 'mem:' .. ARGV[i])
+end
+return out
+"""
+
+# Single-node mode only: everything export needs about many ids in one reply: per id its
+# hash, revision counter, snapshots and the hash's remaining TTL. ARGV: prefix, then the ids.
+EXPORT = r"""
+local out = {}
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  out[#out + 1] = {
+    redis.call('HGETALL', ARGV[1] .. 'mem:' .. id),
+    redis.call('GET', ARGV[1] .. 'memrev:' .. id),
+    redis.call('LRANGE', ARGV[1] .. 'memver:' .. id, 0, -1),
+    redis.call('PTTL', ARGV[1] .. 'mem:' .. id),
+  }
 end
 return out
 """
