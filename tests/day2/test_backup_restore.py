@@ -158,3 +158,11 @@ def test_a_damaged_archive_stops_before_any_write(
 def test_merge_and_replace_exclude_each_other(tmp_path: Path) -> None:
     result = memctl("restore", "--project", str(tmp_path), "-i", "x", "--merge", "--replace", "--json")
     assert result.code == 2 and "choose one" in result.json["message"]
+
+
+def test_an_unwritable_output_is_a_clear_error(source: Path, tmp_path: Path) -> None:
+    not_a_directory = tmp_path / "notes.txt"
+    not_a_directory.write_text("a file, not a directory")
+    result = memctl("backup", "--project", str(source), "-o", str(not_a_directory / "a.tar.gz"), "--json")
+    assert result.code == 2 and "cannot write there" in result.json["message"]
+    assert not_a_directory.read_text() == "a file, not a directory"

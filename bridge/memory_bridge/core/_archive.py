@@ -176,8 +176,12 @@ class ArchiveWriter:
             files={ENTRIES: self.entries.summary(), KNOWLEDGE: self.knowledge.summary()},
             slots=self.slots,
         )
-        self.output.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, partial = tempfile.mkstemp(prefix=f".{self.output.name}.", dir=self.output.parent)
+        try:
+            self.output.parent.mkdir(parents=True, exist_ok=True)
+            descriptor, partial = tempfile.mkstemp(prefix=f".{self.output.name}.", dir=self.output.parent)
+        except OSError as exc:
+            self._dir.cleanup()
+            raise InvalidInput("output", f"{self.output}: cannot write there ({exc.strerror})") from exc
         try:
             with (
                 os.fdopen(descriptor, "wb") as raw,
