@@ -5,7 +5,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -17,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._errors import StoreError
 from ._metrics import CONTENT_TYPE
+from ._tokens import TokenSource
 from .tools._state import AppState
 
 __all__ = ["BearerAuth", "build_http_app", "is_loopback"]
@@ -40,30 +40,31 @@ class BearerAuth:
     """Require `Authorization: Bearer <token>` on the MCP endpoint only.
 
     Every accepted token is compared in constant time. /health and /metrics stay open,
-    as in memory-mcp. Several tokens may be valid at once (rotation grace period).
+    as in memory-mcp. The accepted tokens are asked of `tokens` on each request, so a
+    rotated token file takes effect at once and a replaced token works until its grace ends.
     """
 
-    def __init__(self, app: ASGIApp, tokens: Sequence[str], path: str = "/mcp") -> None:
+    def __init__(self, app: ASGIApp, tokens: TokenSource, path: str = "/mcp") -> None:
         self.app = app
         self.path = path
-        self._expected = [b"Bearer " + token.encode() for token in tokens]
+        self._tokens = tokens
 
-    def _authorised(self, scope: Scope) -> bool:
+    def _authorised(self, scope: Scope, expected: list[bytes]) -> bool:
         presented = b""
         for key, value in scope.get("headers", ()):
             if key == b"authorization":
                 presented = value
                 break
-        matches = [hmac.compare_digest(presented, expected) for expected in self._expected]
+        matches = [hmac.compare_digest(presented, token) for token in expected]
         return any(matches)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            self._expected
-            and scope["type"] == "http"
-            and scope["path"] == self.path
-            and not self._authorised(scope)
-        ):
+        if scope["type"] == "http" and scope["path"] == self.path:
+            expected = [b"Bearer " + token.encode() for token in self._tokens.current()]
+            refused = bool(expected) and not self._authorised(scope, expected)
+        else:
+            refused = False
+        if refused:
             response = JSONResponse(
                 {"error": "Unauthorized"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
             )
@@ -84,7 +85,7 @@ def _transport_security(state: AppState) -> TransportSecuritySettings:
     )
 
 
-def build_http_app(state: AppState, mcp: MCPServer[Any], tokens: Sequence[str]) -> ASGIApp:
+def build_http_app(state: AppState, mcp: MCPServer[Any], tokens: TokenSource) -> ASGIApp:
     """The ASGI app: streamable HTTP at /mcp plus /health and /metrics."""
 
     async def health(request: Request) -> Response:

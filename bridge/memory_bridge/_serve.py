@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import anyio
@@ -15,6 +15,7 @@ from ._http import build_http_app, is_loopback
 from ._metrics import Metrics
 from ._server import build_server
 from ._settings import Settings
+from ._tokens import token_source
 from .stores._url import make_embedder, open_entry_store, open_knowledge_store
 from .tools._state import AppState
 
@@ -76,7 +77,7 @@ async def serve_stdio(settings: Settings) -> None:
         await build_server(state).run_stdio_async()
 
 
-def check_bind(settings: Settings, tokens: list[str]) -> None:
+def check_bind(settings: Settings, tokens: Sequence[str]) -> None:
     """Refuse a non-loopback address without a bearer token."""
     if not tokens and not is_loopback(settings.host):
         raise ConfigError(
@@ -87,9 +88,8 @@ def check_bind(settings: Settings, tokens: list[str]) -> None:
 
 async def serve_http(settings: Settings) -> None:
     """Serve streamable HTTP at /mcp, with /health and /metrics, until interrupted."""
-    token = settings.bearer_token()
-    tokens = [token.get_secret_value()] if token is not None else []
-    check_bind(settings, tokens)
+    tokens = token_source(settings)
+    check_bind(settings, tokens.current())
     async with open_state(settings) as state:
         app = build_http_app(state, build_server(state), tokens)
         config = uvicorn.Config(
@@ -103,7 +103,7 @@ async def serve_http(settings: Settings) -> None:
         server = uvicorn.Server(config)
         print(
             f"memctl bridge: project {settings.project}, store {state.store.url}, "
-            f"auth {'on' if tokens else 'off'}, http://{settings.host}:{settings.port}/mcp",
+            f"auth {'on' if tokens.current() else 'off'}, http://{settings.host}:{settings.port}/mcp",
             file=sys.stderr,
             flush=True,
         )

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from memory_bridge import ConfigError, InvalidInput, MemctlError, NotFound, StoreUnavailable
+from memory_bridge import ConfigError, Conflict, InvalidInput, MemctlError, NotFound, StoreUnavailable
 
 from ._playbook import PlaybookFailed
 
@@ -23,6 +23,7 @@ EXIT_CODES: dict[type[MemctlError], int] = {
     InvalidInput: 2,
     NotFound: 3,
     PlaybookFailed: 4,
+    Conflict: 4,
     StoreUnavailable: 5,
 }
 

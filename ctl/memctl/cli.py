@@ -13,6 +13,8 @@ import click
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 COMMANDS: dict[str, str] = {
+    "audit": "memctl.commands.audit:audit",
+    "backup": "memctl.commands.backup:backup",
     "capture": "memctl.commands.capture:capture",
     "compile": "memctl.commands.capture:compile_",
     "dify": "memctl.commands.dify:dify",
@@ -21,10 +23,13 @@ COMMANDS: dict[str, str] = {
     "flush": "memctl.commands.capture:flush",
     "hook": "memctl.commands.capture:hook",
     "init": "memctl.commands.init:init",
+    "migrate": "memctl.commands.migrate:migrate_command",
     "migrate-store": "memctl.commands.migrate_store:migrate_store",
     "projects": "memctl.commands.projects:projects",
+    "restore": "memctl.commands.restore:restore",
     "serve": "memctl.commands.serve:serve",
     "status": "memctl.commands.status:status",
+    "token": "memctl.commands.token:token",
     "up": "memctl.commands.up:up",
 }
 """Each command's name and where it lives (`module:attribute`)."""

@@ -14,6 +14,7 @@ import pytest
 
 from memory_bridge import EntryStore, EntryWrite, NotFound, StoreError
 from memory_bridge.core import _entries as ops
+from memory_bridge.stores._base import EntryRecord
 
 from .conftest import StoreFactory
 
@@ -487,3 +488,15 @@ async def test_export_then_import_reproduces_every_record(make_store: StoreFacto
     assert [e["id"] for e in (await search(target, tags=["y"]))["results"]] == ["live"]
     assert (await search(target, tags=["x"]))["total"] == 0
     assert (await put(target, entry("gone"), if_version=2))["revision"] == 3
+
+
+async def test_importing_an_empty_record_removes_every_trace_of_the_id(store: EntryStore) -> None:
+    await put(store, entry("kept"))
+    await put(store, entry("dropped", tags=("x",)))
+    await put(store, entry("dropped", body="second"))
+    await store.import_records([EntryRecord(id="dropped", entry=None, revision=0, history=())])
+    remaining = [r.id async for batch in store.export_records() for r in batch]
+    assert remaining == ["kept"]
+    assert await store.count() == 1
+    assert (await search(store, tags=["x"]))["total"] == 0
+    assert (await put(store, entry("dropped")))["revision"] == 1

@@ -15,7 +15,7 @@ from typing import Any
 from .._errors import InvalidInput
 from ..stores._knowledge import Document, KnowledgeStore
 
-__all__ = ["AUDIT_CLASSES", "audit_memory"]
+__all__ = ["AUDIT_CLASSES", "audit_memory", "retire"]
 
 AUDIT_CLASSES = ("stale-plans", "missing-metadata", "stale-project-lore", "duplicate-error-pattern")
 _SLOTS = {
@@ -151,3 +151,15 @@ async def audit_memory(
         },
         "errors": [],
     }
+
+
+async def retire(store: KnowledgeStore, finding: dict[str, Any]) -> bool:
+    """Carry out a finding's suggested action (disable or delete); False when there was
+    nothing to do (the document is gone, or already disabled)."""
+    slot, document_id = finding["slot"], finding["documentId"]
+    if finding["suggested_action"] == "delete":
+        return await store.delete(slot, document_id)
+    current = await store.get(slot, document_id)
+    if current is None or not current.enabled:
+        return False
+    return await store.set_enabled(slot, document_id, False)

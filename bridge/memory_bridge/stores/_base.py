@@ -209,7 +209,9 @@ class EntryStore(Protocol):
         """Every id the store knows (live or deleted), in batches."""
 
     async def import_records(self, records: Sequence[EntryRecord]) -> None:
-        """Make each record's id hold exactly that record (indexes and count follow)."""
+        """Make each record's id hold exactly that record (indexes and count follow).
+
+        A record with no entry, revision 0 and no history removes every trace of its id."""
 
     async def ping(self) -> None:
         """Raise StoreUnavailable unless the store can serve requests."""

@@ -191,6 +191,22 @@ class DifyKnowledgeStore:
         self._fields[dataset.id] = fields
         return fields
 
+    async def missing_metadata_fields(self) -> dict[str, list[str]]:
+        """Slots whose dataset lacks some of the metadata fields memctl writes, and which."""
+        missing: dict[str, list[str]] = {}
+        for slot in await self.list_slots():
+            fields = await self.client.metadata_fields(slot.id)
+            absent = [name for name in _OWN_FIELDS if name not in fields]
+            if absent:
+                missing[slot.name] = absent
+        return missing
+
+    async def install_metadata_fields(self, slot: str) -> None:
+        """Create the fields a slot's dataset lacks (idempotent)."""
+        dataset = await self._dataset(slot)
+        self._fields.pop(dataset.id, None)
+        await self._install_schema(dataset)
+
     # -- documents --------------------------------------------------------------------------
 
     async def _wait_until(

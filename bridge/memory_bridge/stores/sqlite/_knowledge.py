@@ -530,11 +530,11 @@ class SqliteKnowledgeStore:
         if not await self.stale_passages():
             return 0
         done = 0
-        while batch := await self._reembed():
+        while batch := await self.reembed_batch():
             done += batch
         return done
 
-    async def _reembed(self, batch: int = 64) -> int:
+    async def reembed_batch(self, batch: int = 64) -> int:
         """Embed up to `batch` stale passages with the current model; return how many."""
         if self.embedder is None:
             return 0

@@ -34,7 +34,7 @@ from ._cluster import apply_book, sweep_cluster
 from ._errors import map_valkey_errors
 from ._keys import KeyLayout
 from ._rank import rank
-from ._scripts import DELETE, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, WRITE
+from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPGRADE, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
 __all__ = ["ValkeyEntryStore"]
@@ -161,6 +161,8 @@ class ValkeyEntryStore:
         self._import = self._client.register_script(IMPORT)
         self._op_reserve = self._client.register_script(OP_RESERVE)
         self._fetch_many = self._client.register_script(FETCH)
+        self._upgrade = self._client.register_script(UPGRADE)
+        self._export_many = self._client.register_script(EXPORT)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -483,17 +485,20 @@ class ValkeyEntryStore:
                 yield records
 
     async def _export_batch(self, ids: list[str]) -> list[EntryRecord]:
-        pipe = self._client.pipeline(transaction=False)
-        for id in ids:
-            pipe.hgetall(self.keys.entry("mem:", id))
-            pipe.get(self.keys.entry("memrev:", id))
-            pipe.lrange(self.keys.entry("memver:", id), 0, -1)
-            pipe.pttl(self.keys.entry("mem:", id))
-        replies = await pipe.execute()
+        if self._cluster:  # keys in many slots: four pipelined reads per id
+            pipe = self._client.pipeline(transaction=False)
+            for id in ids:
+                pipe.hgetall(self.keys.entry("mem:", id))
+                pipe.get(self.keys.entry("memrev:", id))
+                pipe.lrange(self.keys.entry("memver:", id), 0, -1)
+                pipe.pttl(self.keys.entry("mem:", id))
+            flat = await pipe.execute()
+            replies = [flat[4 * i : 4 * i + 4] for i in range(len(ids))]
+        else:  # one script reply for the batch: far less client-side parsing
+            replies = await self._export_many(keys=[], args=[self.keys.prefix, *ids])
         now = self._clock()
         records = []
-        for i, id in enumerate(ids):
-            raw_hash, revision, history, pttl = replies[4 * i : 4 * i + 4]
+        for id, (raw_hash, revision, history, pttl) in zip(ids, replies, strict=True):
             fields = _decode_hash(raw_hash)
             entry = _entry(id, fields) if "title" in fields else None
             if entry is None and revision is None and not history:
@@ -542,6 +547,37 @@ class ValkeyEntryStore:
     async def upkeep(self) -> int:
         """Nothing to do: memory_search on Valkey ranks by keywords only."""
         return 0
+
+    # -- migrations (memctl migrate) ----------------------------------------------------------
+
+    async def schema_version(self) -> int:
+        """The data-layout version memctl recorded in this store (0: memory-mcp's or none)."""
+        async with self._call("migrate"):
+            return int(await self._client.get(self.keys.own("memschema")) or 0)
+
+    async def record_schema_version(self, version: int) -> None:
+        async with self._call("migrate"):
+            await self._client.set(self.keys.own("memschema"), version)
+
+    async def legacy_ids(self) -> list[str]:
+        """Ids of entries without a revision counter (written by memory-mcp before 1.1)."""
+        legacy: list[str] = []
+        async with self._call("migrate", BULK_TIMEOUT_SECONDS):
+            async for batch in self._scan_ids("mem:"):
+                pipe = self._client.pipeline(transaction=False)
+                for id in batch:
+                    pipe.exists(self.keys.entry("memrev:", id))
+                legacy += [id for id, has in zip(batch, await pipe.execute(), strict=True) if not has]
+        return legacy
+
+    async def upgrade_legacy(self, ids: Sequence[str]) -> int:
+        """Give each legacy entry a revision counter and a first snapshot, one atomic script
+        per entry; return how many were upgraded (already upgraded ones are skipped)."""
+        async with self._call("migrate", BULK_TIMEOUT_SECONDS):
+            done = 0
+            for id in ids:
+                done += int(await self._upgrade(keys=self.keys.entry_keys(id), args=[]))
+            return done
 
     async def ping(self) -> None:
         async with self._call("health"):

@@ -19,7 +19,7 @@ Arguments arrive as one JSON object in ARGV[1]; results leave as one JSON object
 
 from __future__ import annotations
 
-__all__ = ["DELETE", "FETCH", "GET", "IMPORT", "OP_RESERVE", "SWEEP", "WRITE"]
+__all__ = ["DELETE", "EXPORT", "FETCH", "GET", "IMPORT", "OP_RESERVE", "SWEEP", "UPGRADE", "WRITE"]
 
 _PRELUDE = r"""
 local book = {}
@@ -306,3 +306,46 @@ for i = 2, #ARGV do
 end
 return out
 """
+
+# Single-node mode only: everything export needs about many ids in one reply: per id its
+# hash, revision counter, snapshots and the hash's remaining TTL. ARGV: prefix, then the ids.
+EXPORT = r"""
+local out = {}
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  out[#out + 1] = {
+    redis.call('HGETALL', ARGV[1] .. 'mem:' .. id),
+    redis.call('GET', ARGV[1] .. 'memrev:' .. id),
+    redis.call('LRANGE', ARGV[1] .. 'memver:' .. id, 0, -1),
+    redis.call('PTTL', ARGV[1] .. 'mem:' .. id),
+  }
+end
+return out
+"""
+
+# memory-mcp before 1.1 kept no revision counter (and wrote no snapshot on create): give
+# such an entry `memrev` = its snapshot count (at least 1), a `created` snapshot when it has
+# none, and its hash's TTL on both. An entry that has a counter is left alone (idempotent).
+# KEYS: mem, memver, memrev; returns 1 when the entry was upgraded, else 0
+UPGRADE = (
+    _PRELUDE
+    + r"""
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+local e = to_map(redis.call('HGETALL', KEYS[1]))
+if e.title == nil then return 0 end
+local versions = redis.call('LLEN', KEYS[2])
+if versions == 0 then
+  redis.call('LPUSH', KEYS[2], snapshot(e.title, e.body or '', e.type or '', split_csv(e.tags),
+    e.source or 'unknown', e.project or '', e.updated or '', 'created', 1))
+  versions = 1
+end
+if (e.created or '') == '' then redis.call('HSET', KEYS[1], 'created', e.updated or '') end
+redis.call('SET', KEYS[3], versions)
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
+return 1
+"""
+)

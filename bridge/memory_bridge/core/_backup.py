@@ -1,0 +1,250 @@
+"""Backup and restore of a project's memory: entries with history, documents with metadata.
+
+A restore verifies the whole archive and compares it with the target stores before it
+writes anything; afterwards it compares every item again. A target that already holds
+different data is refused unless the caller merges (the archive wins for shared items,
+the target keeps its others) or replaces (the target ends up holding exactly the archive).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .._errors import Conflict, NotFound
+from ..stores._base import EntryRecord, EntryStore
+from ..stores._knowledge import Document, KnowledgeStore
+from ._archive import (
+    ArchivedDocument,
+    ArchiveWriter,
+    Manifest,
+    iter_entry_batches,
+    verify_archive,
+)
+from ._transfer import Fingerprint, fingerprint, same_fingerprint
+
+__all__ = ["Progress", "RestoreMode", "RestoreReport", "backup", "restore"]
+
+RestoreMode = Literal["refuse", "merge", "replace"]
+Progress = Callable[[str, int, int | None], None]  # (phase, items done now, total if known)
+_PAGE = 100
+_OPERATION = "restore"
+DocKey = tuple[str, str]  # (slot, name)
+
+
+def _quiet(phase: str, done: int, total: int | None) -> None:
+    """The default progress callback: report nothing."""
+
+
+async def _documents(store: KnowledgeStore, slot: str) -> list[Document]:
+    found: list[Document] = []
+    offset = 0
+    while True:
+        try:
+            page, total = await store.list_documents(slot, offset=offset, limit=_PAGE)
+        except NotFound:  # a slot named in settings but never created
+            return found
+        found += page
+        offset += len(page)
+        if not page or offset >= total:
+            return found
+
+
+def _archived(doc: Document) -> ArchivedDocument:
+    return ArchivedDocument(
+        doc.slot,
+        doc.name,
+        doc.text,
+        doc.enabled,
+        doc.metadata,
+        doc.origin,
+        doc.id,
+        doc.created_at,
+        doc.updated_at,
+    )
+
+
+async def backup(
+    entries: EntryStore, knowledge: KnowledgeStore, output: Path, *, progress: Progress = _quiet
+) -> Manifest:
+    """Write every entry record and every document of every slot to `output`."""
+    writer = ArchiveWriter(output, {"entries": entries.url, "knowledge": knowledge.url})
+    try:
+        total = await entries.count()
+        progress("entries", 0, total)
+        async for batch in entries.export_records():
+            writer.add_entries(batch)
+            progress("entries", len(batch), total)
+        slots = await knowledge.list_slots()
+        progress("documents", 0, sum(s.document_count for s in slots))
+        for slot in slots:
+            writer.slots.append({"name": slot.name, "description": slot.description})
+            for doc in await _documents(knowledge, slot.name):
+                writer.add_document(_archived(doc))
+                progress("documents", 1, None)
+    except BaseException:
+        writer.discard()
+        raise
+    return writer.finish()
+
+
+@dataclass
+class RestoreReport:
+    manifest: Manifest
+    entries_state: str = ""  # empty | identical | different (the target before the restore)
+    knowledge_state: str = ""
+    entries_written: int = 0
+    entries_removed: int = 0
+    documents_written: int = 0
+    documents_removed: int = 0
+    mismatched_entries: list[str] = field(default_factory=list)
+    mismatched_documents: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatched_entries and not self.mismatched_documents
+
+
+async def _entry_fingerprints(store: EntryStore) -> dict[str, Fingerprint]:
+    found: dict[str, Fingerprint] = {}
+    async for batch in store.export_records():
+        found.update((r.id, fingerprint(r)) for r in batch)
+    return found
+
+
+def _compare(wanted: dict[str, Fingerprint], found: dict[str, Fingerprint], *, exact: bool) -> list[str]:
+    """Ids whose target record differs from the archive (and extras, when `exact`)."""
+    bad = [i for i, fp in wanted.items() if i not in found or not same_fingerprint(fp, found[i])]
+    if exact:
+        bad += [i for i in found if i not in wanted]
+    return sorted(bad)
+
+
+async def _target_documents(store: KnowledgeStore) -> dict[DocKey, Document]:
+    return {(d.slot, d.name): d for s in await store.list_slots() for d in await _documents(store, s.name)}
+
+
+def _doc_mismatches(
+    wanted: dict[DocKey, ArchivedDocument], found: dict[DocKey, Document], *, exact: bool
+) -> list[str]:
+    bad = [k for k, doc in wanted.items() if k not in found or _archived(found[k]).content() != doc.content()]
+    if exact:
+        bad += [k for k in found if k not in wanted]
+    return sorted(f"{slot}/{name}" for slot, name in bad)
+
+
+def _state(differences: list[str], target_size: int) -> str:
+    if not target_size:
+        return "empty"
+    return "different" if differences else "identical"
+
+
+def _refuse(what: str, url: str, differences: list[str]) -> Conflict:
+    sample = ", ".join(differences[:5]) + (" ..." if len(differences) > 5 else "")
+    return Conflict(
+        f"the {what} store {url} already holds different data ({len(differences)} item(s) differ: {sample}); "
+        "nothing was written. Pass --merge to add the archive to it (the archive wins where both have an "
+        "item) or --replace to make it hold exactly the archive",
+        operation=_OPERATION,
+    )
+
+
+async def _write_entries(
+    store: EntryStore, path: Path, stale: list[str], total: int, progress: Progress
+) -> tuple[int, int]:
+    for start in range(0, len(stale), 500):
+        await store.import_records(
+            [EntryRecord(id=i, entry=None, revision=0, history=()) for i in stale[start : start + 500]]
+        )
+    written = 0
+    progress("entries", 0, total)
+    for batch in iter_entry_batches(path):
+        await store.import_records(batch)
+        written += len(batch)
+        progress("entries", len(batch), total)
+    return written, len(stale)
+
+
+async def _write_documents(
+    store: KnowledgeStore,
+    manifest: Manifest,
+    wanted: dict[DocKey, ArchivedDocument],
+    found: dict[DocKey, Document],
+    mode: RestoreMode,
+    progress: Progress,
+) -> tuple[int, int]:
+    removed = 0
+    if mode == "replace":
+        for key, present in found.items():
+            if key not in wanted:
+                await store.delete(present.slot, present.id)
+                removed += 1
+    existing = {s.name for s in await store.list_slots()}
+    for slot in manifest.slots:
+        if slot["name"] not in existing:
+            await store.create_slot(slot["name"], slot.get("description", ""))
+    written = 0
+    progress("documents", 0, len(wanted))
+    for key, doc in wanted.items():
+        current = found.get(key)
+        if current is None or _archived(current).content() != doc.content():
+            outcome = await store.upsert(doc.slot, doc.name, doc.text, doc.metadata, origin=doc.origin)
+            enabled = True if current is None or outcome.created else current.enabled
+            if enabled != doc.enabled:
+                await store.set_enabled(doc.slot, outcome.document_id, doc.enabled)
+            written += 1
+        progress("documents", 1, len(wanted))
+    return written, removed
+
+
+async def restore(
+    entries: EntryStore,
+    knowledge: KnowledgeStore,
+    path: Path,
+    *,
+    mode: RestoreMode,
+    progress: Progress = _quiet,
+) -> RestoreReport:
+    """Check the archive and both targets, then write, then compare every item."""
+    progress("verifying", 0, None)
+    wanted_entries: dict[str, Fingerprint] = {}
+    wanted_docs: dict[DocKey, ArchivedDocument] = {}
+
+    def take_entry(record: EntryRecord) -> None:
+        wanted_entries[record.id] = fingerprint(record)
+
+    def take_document(document: ArchivedDocument) -> None:
+        wanted_docs[(document.slot, document.name)] = document
+
+    report = RestoreReport(verify_archive(path, on_entry=take_entry, on_document=take_document))
+    found_entries = await _entry_fingerprints(entries)
+    entry_diff = _compare(wanted_entries, found_entries, exact=True)
+    report.entries_state = _state(entry_diff, len(found_entries))
+    found_docs = await _target_documents(knowledge)
+    doc_diff = _doc_mismatches(wanted_docs, found_docs, exact=True)
+    report.knowledge_state = _state(doc_diff, len(found_docs))
+    if mode == "refuse":
+        if report.entries_state == "different":
+            raise _refuse("entry", entries.url, entry_diff)
+        if report.knowledge_state == "different":
+            raise _refuse("knowledge", knowledge.url, doc_diff)
+
+    if report.entries_state != "identical":
+        stale = [i for i in found_entries if i not in wanted_entries] if mode == "replace" else []
+        report.entries_written, report.entries_removed = await _write_entries(
+            entries, path, stale, len(wanted_entries), progress
+        )
+    if report.knowledge_state != "identical":
+        report.documents_written, report.documents_removed = await _write_documents(
+            knowledge, report.manifest, wanted_docs, found_docs, mode, progress
+        )
+
+    progress("comparing", 0, None)
+    exact = mode != "merge"
+    report.mismatched_entries = _compare(wanted_entries, await _entry_fingerprints(entries), exact=exact)
+    report.mismatched_documents = _doc_mismatches(
+        wanted_docs, await _target_documents(knowledge), exact=exact
+    )
+    return report

@@ -1,0 +1,286 @@
+"""Forward migrations of a project's stores: find what is pending, apply it, record it.
+
+Every step is safe to interrupt and to re-run: each unit of work (a schema version, one
+Valkey entry, one batch of passages, one Dify field) commits on its own, and a step's
+check looks at the data, not at a log, so the next run picks up where the last stopped.
+Applied steps are appended to `.memory/migrations.jsonl`.
+
+    entries-schema     embedded entry store: SQLite schema version (PRAGMA user_version)
+    knowledge-schema   embedded knowledge store: its schema version
+    valkey-legacy      memory-mcp data in Valkey: entries without a revision counter
+    dify-metadata      Dify: the metadata fields memctl writes, on every bound slot
+    reembed-knowledge  embedded knowledge: passages without a vector of the current model
+    reembed-entries    embedded entries: entries without a vector of the current model
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .._errors import StoreUnavailable
+from .._settings import Settings
+from ..stores._url import make_embedder, open_dify_store, sqlite_path
+
+__all__ = ["Step", "migrate", "plan"]
+
+Progress = Callable[[str, int, int | None], None]
+VALKEY_SCHEMA_VERSION = 1
+_LOG = "migrations.jsonl"
+_BATCH = 200
+
+
+@dataclass
+class Step:
+    name: str
+    store: str
+    detail: str  # what is pending, or what was done
+    pending: bool
+
+
+def _quiet(phase: str, done: int, total: int | None) -> None:
+    """The default progress callback: report nothing."""
+
+
+def _user_version(path: Path) -> int | None:
+    """The database's schema version, read without migrating it; None if there is no file."""
+    if not path.exists():
+        return None
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.Error as exc:
+        raise StoreUnavailable(
+            f"{path}: cannot read its schema version ({exc})", operation="migrate"
+        ) from exc
+    finally:
+        conn.close()
+
+
+def _schema_step(name: str, path: Path, latest: int) -> Step:
+    version = _user_version(path)
+    if version is None:
+        return Step(name, str(path), f"create at schema {latest}", True)
+    if version < latest:
+        return Step(name, str(path), f"schema {version} -> {latest}", True)
+    return Step(name, str(path), f"schema {version} (current)", False)
+
+
+Apply = Callable[[Progress], Awaitable[str]]
+
+
+async def _entries_schema(settings: Settings) -> tuple[Step, Apply] | None:
+    if not settings.entry_store.startswith("sqlite"):
+        return None
+    from ..stores.sqlite._entries import SqliteEntryStore
+    from ..stores.sqlite._schema import SCHEMA_VERSION
+
+    path = sqlite_path(settings)
+
+    async def apply(progress: Progress) -> str:
+        store = SqliteEntryStore(path)  # opening migrates, one version per transaction
+        await store.close()
+        return f"schema {SCHEMA_VERSION}"
+
+    return _schema_step("entries-schema", path, SCHEMA_VERSION), apply
+
+
+async def _knowledge_schema(settings: Settings) -> tuple[Step, Apply] | None:
+    if not settings.knowledge_store.startswith("sqlite"):
+        return None
+    from ..stores.sqlite._knowledge import SqliteKnowledgeStore
+    from ..stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
+
+    path = sqlite_path(settings, settings.knowledge_store, "knowledge.db")
+
+    async def apply(progress: Progress) -> str:
+        store = SqliteKnowledgeStore(path, embedder=None, default_slots=settings.slots)
+        await store.close()
+        return f"schema {KNOWLEDGE_SCHEMA_VERSION}"
+
+    return _schema_step("knowledge-schema", path, KNOWLEDGE_SCHEMA_VERSION), apply
+
+
+async def _valkey_legacy(settings: Settings) -> tuple[Step, Apply] | None:
+    if not settings.entry_store.startswith(("valkey", "redis")):
+        return None
+    from ..stores.valkey._entries import ValkeyEntryStore
+
+    store = ValkeyEntryStore(settings.entry_store)
+    try:
+        legacy = await store.legacy_ids()
+        version = await store.schema_version()
+    finally:
+        await store.close()
+    pending = bool(legacy) or version < VALKEY_SCHEMA_VERSION
+    detail = f"{len(legacy)} entries without a revision counter" if legacy else "no legacy entries"
+    if version < VALKEY_SCHEMA_VERSION:
+        detail += f"; data layout {version} -> {VALKEY_SCHEMA_VERSION}"
+
+    async def apply(progress: Progress) -> str:
+        target = ValkeyEntryStore(settings.entry_store)
+        try:
+            ids = await target.legacy_ids()
+            progress("valkey-legacy", 0, len(ids))
+            upgraded = 0
+            for start in range(0, len(ids), _BATCH):
+                chunk = ids[start : start + _BATCH]
+                upgraded += await target.upgrade_legacy(chunk)
+                progress("valkey-legacy", len(chunk), len(ids))
+            await target.record_schema_version(VALKEY_SCHEMA_VERSION)
+            return f"{upgraded} legacy entries upgraded; data layout {VALKEY_SCHEMA_VERSION}"
+        finally:
+            await target.close()
+
+    return Step("valkey-legacy", store.url, detail, pending), apply
+
+
+async def _dify_metadata(settings: Settings) -> tuple[Step, Apply] | None:
+    if not settings.knowledge_store.startswith("dify"):
+        return None
+    from ..stores.dify._outbox import DurableKnowledgeStore
+    from ..stores.dify._store import DifyKnowledgeStore
+
+    def open_remote() -> tuple[DurableKnowledgeStore, DifyKnowledgeStore]:
+        durable = open_dify_store(settings)
+        assert isinstance(durable, DurableKnowledgeStore) and isinstance(durable.inner, DifyKnowledgeStore)
+        return durable, durable.inner
+
+    durable, remote = open_remote()
+    try:
+        missing = await remote.missing_metadata_fields()
+    finally:
+        await durable.close()
+    detail = (
+        "; ".join(f"{slot}: {len(names)} field(s) missing" for slot, names in sorted(missing.items()))
+        or "every slot has memctl's metadata fields"
+    )
+
+    async def apply(progress: Progress) -> str:
+        durable, remote = open_remote()
+        try:
+            todo = await remote.missing_metadata_fields()
+            progress("dify-metadata", 0, sum(len(v) for v in todo.values()))
+            for slot, names in todo.items():
+                await remote.install_metadata_fields(slot)
+                progress("dify-metadata", len(names), None)
+            return f"{sum(len(v) for v in todo.values())} field(s) created on {len(todo)} slot(s)"
+        finally:
+            await durable.close()
+
+    return Step("dify-metadata", remote.url, detail, bool(missing)), apply
+
+
+async def _reembed_knowledge(settings: Settings) -> tuple[Step, Apply] | None:
+    embedder = make_embedder(settings)
+    path = (
+        sqlite_path(settings, settings.knowledge_store, "knowledge.db")
+        if settings.knowledge_store.startswith("sqlite")
+        else None
+    )
+    from ..stores.sqlite._knowledge import SqliteKnowledgeStore
+    from ..stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
+
+    if embedder is None or path is None or _user_version(path) != KNOWLEDGE_SCHEMA_VERSION:
+        return None  # checked again once the schema step has run (opening now would migrate)
+
+    store = SqliteKnowledgeStore(path, embedder=embedder, default_slots=settings.slots)
+    try:
+        stale = await store.stale_passages()
+    finally:
+        await store.close()
+
+    async def apply(progress: Progress) -> str:
+        target = SqliteKnowledgeStore(path, embedder=embedder, default_slots=settings.slots)
+        try:
+            total = await target.stale_passages()
+            progress("re-embedding", 0, total)
+            done = 0
+            while batch := await target.reembed_batch():
+                done += batch
+                progress("re-embedding", batch, total)
+            return f"{done} passages embedded with {embedder.name}"
+        finally:
+            await target.close()
+
+    return Step(
+        "reembed-knowledge", str(path), f"{stale} passages need {embedder.name} vectors", bool(stale)
+    ), apply
+
+
+async def _reembed_entries(settings: Settings) -> tuple[Step, Apply] | None:
+    embedder = make_embedder(settings)
+    if embedder is None or not settings.entry_store.startswith("sqlite"):
+        return None
+    from ..stores.sqlite._entries import SqliteEntryStore
+    from ..stores.sqlite._schema import SCHEMA_VERSION
+
+    path = sqlite_path(settings)
+    if _user_version(path) != SCHEMA_VERSION:
+        return None  # checked again once the schema step has run (opening now would migrate)
+
+    store = SqliteEntryStore(path, embedder=embedder)
+    try:
+        stale = await store.stale_vectors()
+    finally:
+        await store.close()
+
+    async def apply(progress: Progress) -> str:
+        target = SqliteEntryStore(path, embedder=embedder)
+        try:
+            total = await target.stale_vectors()
+            progress("re-embedding", 0, total)
+            done = await target.upkeep()
+            progress("re-embedding", done, total)
+            return f"{done} entries embedded with {embedder.name}"
+        finally:
+            await target.close()
+
+    return Step(
+        "reembed-entries", str(path), f"{stale} entries need {embedder.name} vectors", bool(stale)
+    ), apply
+
+
+_STEPS = (
+    _entries_schema,
+    _knowledge_schema,
+    _valkey_legacy,
+    _dify_metadata,
+    _reembed_knowledge,
+    _reembed_entries,
+)
+
+
+async def plan(settings: Settings) -> list[Step]:
+    """Every step that applies to these stores, pending or not; reads only."""
+    return [found[0] for check in _STEPS if (found := await check(settings)) is not None]
+
+
+def _record(settings: Settings, step: Step) -> None:
+    settings.memory_dir.mkdir(parents=True, exist_ok=True)
+    line = {**asdict(step), "applied_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    del line["pending"]
+    with (settings.memory_dir / _LOG).open("a", encoding="utf-8") as log:
+        log.write(json.dumps(line) + "\n")
+
+
+async def migrate(settings: Settings, *, progress: Progress = _quiet) -> tuple[list[Step], list[Step]]:
+    """Apply every pending step in order; return (applied, still pending).
+
+    Steps are checked again one by one just before they run, so a later step sees what
+    an earlier one did (re-embedding runs on the migrated schema)."""
+    applied: list[Step] = []
+    for check in _STEPS:
+        found = await check(settings)
+        if found is None or not found[0].pending:
+            continue
+        step, apply = found
+        done = Step(step.name, step.store, await apply(progress), False)
+        _record(settings, done)
+        applied.append(done)
+    remaining = [s for s in await plan(settings) if s.pending]
+    return applied, remaining

@@ -1,0 +1,82 @@
+"""`memctl migrate`: bring every store of a project to the current schema, safely re-runnable."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+from rich.table import Table
+
+from memory_bridge import MemctlError, load_settings
+from memory_bridge.core._migrate import Step, migrate, plan
+
+from .._options import project_option
+from .._output import console, emit_json, fail, json_option
+from .._progress import progress_bars
+
+
+async def _run(project: Path | None, dry_run: bool, show_progress: bool) -> tuple[list[Step], list[Step]]:
+    settings = load_settings(project=project)
+    if dry_run:
+        return [], [s for s in await plan(settings) if s.pending]
+    with progress_bars(enabled=show_progress) as progress:
+        return await migrate(settings, progress=progress)
+
+
+def _table(title: str, steps: list[Step]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("step", "store", "detail"):
+        table.add_column(column, overflow="fold")
+    for step in steps:
+        table.add_row(step.name, step.store, step.detail)
+    return table
+
+
+@click.command("migrate")
+@project_option
+@click.option("--dry-run", is_flag=True, help="Only list the pending steps; change nothing.")
+@json_option
+def migrate_command(project: Path | None, dry_run: bool, as_json: bool) -> None:
+    """Apply pending migrations to the project's stores, in order, and record them.
+
+    Steps: the embedded stores' schema versions, memory-mcp entries in Valkey that
+    lack a revision counter, the metadata fields memctl needs on Dify datasets, and
+    re-embedding after an embedding-model change (with progress). Each step commits
+    in small units and checks the data itself, so an interrupted run completes on the
+    next one and a second run changes nothing. Applied steps are appended to
+    .memory/migrations.jsonl. --json prints `applied` and `pending` (and `changed`).
+
+    \b
+    Exit codes: 0 nothing left pending, 1 a step is still pending after the run,
+    5 a store is unreachable.
+
+    \b
+    Example:
+      memctl migrate --dry-run
+      memctl migrate --project ~/src/app --json
+    """
+    try:
+        applied, pending = anyio.run(_run, project, dry_run, not as_json)
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    result: dict[str, Any] = {
+        "ok": dry_run or not pending,
+        "dry_run": dry_run,
+        "changed": bool(pending) if dry_run else bool(applied),
+        "applied": [asdict(s) for s in applied],
+        "pending": [asdict(s) for s in pending],
+    }
+    if as_json:
+        emit_json(result)
+    else:
+        if applied:
+            console.print(_table("applied", applied))
+        if pending:
+            console.print(_table("pending" if dry_run else "still pending", pending))
+        if not applied and not pending:
+            console.print("every store is current; nothing to do")
+    if not result["ok"]:
+        raise SystemExit(1)

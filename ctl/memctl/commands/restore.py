@@ -1,0 +1,137 @@
+"""`memctl restore`: bring a backup archive into a project's stores, verified item by item."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+from rich.table import Table
+
+from memory_bridge import ConfigError, MemctlError, load_settings
+from memory_bridge.core._backup import RestoreMode, RestoreReport
+from memory_bridge.core._backup import restore as run_restore
+from memory_bridge.stores._url import open_entry_store, open_knowledge_store
+
+from .._options import project_option
+from .._output import console, emit_json, fail, json_option
+from .._progress import progress_bars
+
+
+async def _restore(
+    project: Path | None, archive: Path, mode: RestoreMode, show_progress: bool
+) -> RestoreReport:
+    settings = load_settings(project=project)
+    entries = open_entry_store(settings)
+    try:
+        knowledge = open_knowledge_store(settings)
+        try:
+            with progress_bars(enabled=show_progress) as progress:
+                return await run_restore(entries, knowledge, archive, mode=mode, progress=progress)
+        finally:
+            await knowledge.close()
+    finally:
+        await entries.close()
+
+
+def _render(report: RestoreReport) -> None:
+    table = Table(title="memctl restore", title_justify="left")
+    for column in ("store", "target before", "written", "removed", "differ after"):
+        table.add_column(column)
+    table.add_row(
+        "entries",
+        report.entries_state,
+        str(report.entries_written),
+        str(report.entries_removed),
+        str(len(report.mismatched_entries)),
+    )
+    table.add_row(
+        "knowledge",
+        report.knowledge_state,
+        str(report.documents_written),
+        str(report.documents_removed),
+        str(len(report.mismatched_documents)),
+    )
+    console.print(table)
+    if report.ok:
+        console.print("verified: every item of the archive matches the stores")
+    else:
+        differ = report.mismatched_entries + report.mismatched_documents
+        console.print(f"[bold red]restore differs[/] for {len(differ)} item(s): " + ", ".join(differ[:10]))
+
+
+@click.command()
+@project_option
+@click.option(
+    "--input",
+    "-i",
+    "archive",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Archive written by `memctl backup`.",
+)
+@click.option(
+    "--merge", is_flag=True, help="Add to stores that hold other data; the archive wins for shared items."
+)
+@click.option(
+    "--replace", is_flag=True, help="Make the stores hold exactly the archive (removes other items)."
+)
+@json_option
+def restore(project: Path | None, archive: Path, merge: bool, replace: bool, as_json: bool) -> None:
+    """Restore a backup into the project's entry and knowledge stores.
+
+    The whole archive is read and checked first (manifest, counts, sha256 checksums,
+    every record), and both stores are compared with it; a damaged archive, or a store
+    that already holds different data without --merge or --replace, stops the command
+    before anything is written. Afterwards every item is compared again; any
+    difference fails the command (exit 4). Restoring into stores that already match
+    the archive writes nothing. Document ids and timestamps are the target's own.
+
+    \b
+    Exit codes: 0 restored and verified, 2 unusable archive or options,
+    4 target holds different data (or differs after the restore), 5 a store is down.
+
+    \b
+    Example:
+      memctl restore --input app.memctl.tar.gz
+      memctl restore --project ~/src/app -i app.tar.gz --replace --json
+    """
+    try:
+        if merge and replace:
+            raise ConfigError("--merge and --replace exclude each other; choose one")
+        mode: RestoreMode = "merge" if merge else "replace" if replace else "refuse"
+        report = anyio.run(_restore, project, archive, mode, not as_json)
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    result: dict[str, Any] = {
+        "ok": report.ok,
+        "input": str(archive),
+        "mode": mode,
+        "changed": bool(
+            report.entries_written
+            or report.entries_removed
+            or report.documents_written
+            or report.documents_removed
+        ),
+        "entries": {
+            "archived": report.manifest.entry_count,
+            "target_before": report.entries_state,
+            "written": report.entries_written,
+            "removed": report.entries_removed,
+            "mismatched": report.mismatched_entries,
+        },
+        "knowledge": {
+            "archived": report.manifest.document_count,
+            "target_before": report.knowledge_state,
+            "written": report.documents_written,
+            "removed": report.documents_removed,
+            "mismatched": report.mismatched_documents,
+        },
+    }
+    if as_json:
+        emit_json(result)
+    else:
+        _render(report)
+    if not report.ok:
+        raise SystemExit(4)

@@ -1,0 +1,85 @@
+"""`memctl token rotate`: a new bridge bearer token, the old one valid for a grace period."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from memory_bridge import MemctlError, load_settings
+from memory_bridge._tokens import rotate
+
+from .._options import Duration, project_option
+from .._output import console, emit_json, fail, json_option
+
+DEFAULT_TOKEN_FILE = Path(".memory") / "bridge.token"
+
+
+@click.group()
+def token() -> None:
+    """Manage the bearer token the HTTP bridge requires."""
+
+
+def _when(epoch: float | None) -> str | None:
+    return None if epoch is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+@token.command("rotate")
+@project_option
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Token file to rotate (default: the project's token_file setting, else .memory/bridge.token).",
+)
+@click.option(
+    "--grace",
+    type=Duration(),
+    default="24h",
+    show_default=True,
+    help="How long the replaced token keeps working (e.g. 30m, 24h, 7d; 0 ends it at once).",
+)
+@click.option("--show", is_flag=True, help="Print the new token (it is never printed otherwise).")
+@json_option
+def rotate_command(
+    project: Path | None, token_file: Path | None, grace: float, show: bool, as_json: bool
+) -> None:
+    """Issue a new bearer token into the token file (mode 0600).
+
+    A running bridge picks the new token up on its next request, without a restart,
+    and keeps accepting the replaced one until the grace period ends, so clients can
+    switch over without an outage. Replaced tokens and the end of their grace are kept
+    in `<token file>.previous` (mode 0600). With no token file yet, one is created.
+
+    \b
+    Example:
+      memctl token rotate
+      memctl token rotate --project ~/src/app --grace 1h --json
+    """
+    try:
+        settings = load_settings(project=project)
+        path = token_file or settings.token_file or settings.project / DEFAULT_TOKEN_FILE
+        rotation = rotate(path, grace)
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    result: dict[str, object] = {
+        "ok": True,
+        "changed": True,
+        "token_file": str(rotation.token_file),
+        "previous_file": str(rotation.previous_file),
+        "replaced": rotation.replaced,
+        "previous_valid_until": _when(rotation.grace_until),
+        "previous_tokens_valid": rotation.still_valid,
+    }
+    if show:
+        result["token"] = rotation.token
+    if as_json:
+        emit_json(result)
+        return
+    console.print(f"new token written to {rotation.token_file}")
+    if rotation.grace_until is not None:
+        console.print(f"the replaced token works until {_when(rotation.grace_until)}")
+    elif rotation.replaced:
+        console.print("the replaced token no longer works")
+    if show:
+        console.print(rotation.token, markup=False, highlight=False)

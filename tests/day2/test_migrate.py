@@ -1,0 +1,170 @@
+"""`memctl migrate`: each store's pending steps, applied once, recorded, and resumable."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from memory_bridge.stores.dify._client import DifyClient
+from memory_bridge.stores.sqlite._schema import _MIGRATIONS, SCHEMA_VERSION, run_migrations
+
+from ..servers import RunningServer
+from .conftest import Dify, configure, memctl
+from .stores import entry_records, seed_documents
+
+pytestmark = pytest.mark.integration
+
+
+def names(steps: list[dict[str, object]]) -> list[object]:
+    return [s["name"] for s in steps]
+
+
+def step(steps: list[dict[str, str]], name: str) -> dict[str, str]:
+    return next(s for s in steps if s["name"] == name)
+
+
+def old_entry_store(project: Path) -> Path:
+    """An entries.db at schema 1 (before vectors), holding one entry, as an old memctl left it."""
+    path = project / ".memory" / "entries.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    run_migrations(conn, str(path), _MIGRATIONS[:1])
+    conn.execute(
+        "INSERT INTO entries (id, title, body, type, tags, source, project, created, updated)"
+        " VALUES ('kept', 'Kept', 'Survives the migration', 'decision', '[]', 'test', '', 'x', 'x')"
+    )
+    conn.execute("INSERT INTO revisions (id, rev) VALUES ('kept', 1)")
+    conn.close()
+    return path
+
+
+def user_version(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def test_embedded_schema_dry_run_then_apply_then_nothing(tmp_path: Path) -> None:
+    configure(tmp_path, embedding_model="none")
+    path = old_entry_store(tmp_path)
+    dry = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")
+    assert dry.code == 0 and dry.json["changed"] is True
+    assert names(dry.json["pending"]) == ["entries-schema", "knowledge-schema"]
+    assert dry.json["pending"][0]["detail"] == f"schema 1 -> {SCHEMA_VERSION}"
+    assert user_version(path) == 1  # the dry run changed nothing
+
+    applied = memctl("migrate", "--project", str(tmp_path), "--json")
+    assert applied.code == 0 and applied.json["changed"] is True
+    assert names(applied.json["applied"]) == ["entries-schema", "knowledge-schema"]
+    assert applied.json["pending"] == []
+    assert user_version(path) == SCHEMA_VERSION
+    assert entry_records(tmp_path)["kept"]["entry"]["body"] == "Survives the migration"
+    log = [json.loads(line) for line in (tmp_path / ".memory" / "migrations.jsonl").read_text().splitlines()]
+    assert [entry["name"] for entry in log] == ["entries-schema", "knowledge-schema"]
+
+    again = memctl("migrate", "--project", str(tmp_path), "--json")
+    assert (again.code, again.json["changed"], again.json["applied"]) == (0, False, [])
+    assert memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json").json["changed"] is False
+
+
+def legacy_entries(server: RunningServer, count: int) -> None:
+    """memory-mcp 1.0 data: hashes, index sets, no revision counters, no snapshots."""
+    client = server.client()
+    pipe = client.pipeline()
+    for n in range(count):
+        pipe.hset(
+            f"mem:old-{n:04}",
+            mapping={
+                "title": f"Old note {n}",
+                "body": "From memory-mcp 1.0.",
+                "type": "reference",
+                "tags": "legacy,ops",
+                "source": "memory-mcp",
+                "project": "app",
+                "created": "2025-01-02",
+                "updated": "2025-01-03",
+                "hits": "2",
+                "ttl": "",
+            },
+        )
+        pipe.sadd("tag:legacy", f"mem:old-{n:04}")
+    pipe.execute()
+
+
+def test_an_interrupted_valkey_upgrade_completes_on_the_next_run(
+    tmp_path: Path, valkey_server: RunningServer, valkey_url: str
+) -> None:
+    count = 2000
+    legacy_entries(valkey_server, count)
+    project = configure(tmp_path, entry_store=valkey_url, embedding_model="none")
+    dry = memctl("migrate", "--project", str(project), "--dry-run", "--json")
+    assert names(dry.json["pending"]) == ["knowledge-schema", "valkey-legacy"]
+    assert step(dry.json["pending"], "valkey-legacy")["detail"].startswith(
+        f"{count} entries without a revision counter"
+    )
+    client = valkey_server.client()
+    assert not client.keys("memrev:*")
+
+    # Valkey runs out of memory part-way through: writes are refused from then on
+    used = int(client.info("memory")["used_memory"])
+    client.config_set("maxmemory", used + 250_000)
+    try:
+        interrupted = memctl("migrate", "--project", str(project), "--json")
+    finally:
+        client.config_set("maxmemory", 0)
+    assert interrupted.code != 0 and "maxmemory" in interrupted.json["message"]
+    done_before = len(client.keys("memrev:*"))
+    assert 0 < done_before < count
+
+    resumed = memctl("migrate", "--project", str(project), "--json")
+    assert resumed.code == 0, resumed.stdout
+    assert step(resumed.json["applied"], "valkey-legacy")["detail"].startswith(
+        f"{count - done_before} legacy entries upgraded"
+    )
+    records = entry_records(project)
+    assert len(records) == count
+    for record in records.values():
+        assert record["revision"] == 1
+        assert [json.loads(h)["operation"] for h in record["history"]] == ["created"]
+        assert record["entry"]["hits"] == 2 and record["entry"]["tags"] == ["legacy", "ops"]
+    again = memctl("migrate", "--project", str(project), "--json")
+    assert again.json["changed"] is False
+
+
+def test_dify_slots_get_the_metadata_fields_memctl_writes(tmp_path: Path, dify: Dify) -> None:
+    async def bare_dataset() -> str:
+        client = DifyClient(dify.origin + "/v1", dify.key_file.read_text().strip())
+        try:
+            return str((await client.create_dataset("from-before", "", "high_quality"))["id"])
+        finally:
+            await client.close()
+
+    dataset = anyio.run(bare_dataset)
+    memory = tmp_path / ".memory"
+    memory.mkdir()
+    (memory / "config.toml").write_text(
+        f'knowledge_store = "{dify.url}"\ndify_api_key_file = "{dify.key_file}"\n'
+        f'embedding_model = "none"\nslots = ["knowledge"]\n[dify_datasets]\nlegacy = "{dataset}"\n'
+    )
+    dry = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")
+    assert names(dry.json["pending"]) == ["entries-schema", "dify-metadata"]
+    assert step(dry.json["pending"], "dify-metadata")["detail"].startswith("legacy: ")
+    applied = memctl("migrate", "--project", str(tmp_path), "--json")
+    assert applied.code == 0 and names(applied.json["applied"]) == ["entries-schema", "dify-metadata"]
+    again = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")
+    assert again.json["pending"] == []
+
+
+def test_a_new_embedding_model_re_embeds_the_knowledge_with_progress(tmp_path: Path) -> None:
+    configure(tmp_path, embedding_model="none")
+    seed_documents(tmp_path)
+    configure(tmp_path)  # back to the bundled model
+    dry = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")
+    assert step(dry.json["pending"], "reembed-knowledge")["detail"].startswith("3 passages need")
+    applied = memctl("migrate", "--project", str(tmp_path))
+    assert applied.code == 0 and "reembed-knowledge" in applied.stdout
+    assert "re-embedding" in applied.stderr  # the progress bar
+    assert memctl("migrate", "--project", str(tmp_path), "--json").json["changed"] is False
