@@ -43,6 +43,14 @@ def _diff_text(result: dict[str, Any]) -> str | None:
 _STANDARD_KEYS = frozenset({"changed", "diff", "failed", "invocation", "msg", "skipped", "warnings"})
 
 
+def _failure(data: dict[str, Any]) -> str | None:
+    """Why a task failed: its message, or the conditional that broke it."""
+    for key in ("msg", "changed_when_result", "failed_when_result", "module_stderr"):
+        if data.get(key):
+            return str(data[key]).strip()
+    return None
+
+
 def _report(action: str, data: dict[str, Any]) -> dict[str, Any] | None:
     """What one of memctl's own modules returned, for memctl's summary."""
     if not action.startswith("memctl.stack."):
@@ -84,7 +92,7 @@ class CallbackModule(CallbackBase):  # type: ignore[misc]
             task=result.task.get_name(),
             status=status,
             changed=bool(data.get("changed", False)),
-            msg=data.get("msg") if status in ("failed", "unreachable") else None,
+            msg=_failure(data) if status in ("failed", "unreachable") else None,
             stderr=(data.get("stderr") or None) if status == "failed" else None,
             warnings=data.get("warnings") or [],
             diff=_diff_text(data),
