@@ -21,8 +21,16 @@ from memory_bridge import ConfigError
 
 from ._clients import ALL_CLIENTS, Client
 
-__all__ = ["Inventory", "Machine", "Project", "load_inventory", "one_project_inventory"]
+__all__ = [
+    "DEFAULT_BRIDGE_PORT",
+    "Inventory",
+    "Machine",
+    "Project",
+    "load_inventory",
+    "one_project_inventory",
+]
 
+DEFAULT_BRIDGE_PORT = 3106  # a stack project's bridge port when the inventory gives none
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -144,12 +152,13 @@ def _check_unique(inventory: Inventory) -> None:
                 f"(on {seen[project.slug]} and {machine.name}); each project needs its own"
             )
         seen[project.slug] = machine.name
-        if project.bridge_port is not None:
-            key = (machine.name, project.bridge_port)
+        port = project.bridge_port or (DEFAULT_BRIDGE_PORT if project.mode == "stack" else None)
+        if port is not None:
+            key = (machine.name, port)
             if key in ports:
                 raise ConfigError(
-                    f"inventory {inventory.path}: {machine.name}: bridge_port {project.bridge_port} "
-                    f"is given to both {ports[key]!r} and {project.slug!r}"
+                    f"inventory {inventory.path}: {machine.name}: bridge_port {port} is used by both "
+                    f"{ports[key]!r} and {project.slug!r}; give each stack project its own bridge_port"
                 )
             ports[key] = project.slug
 

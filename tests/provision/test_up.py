@@ -206,7 +206,17 @@ def test_duplicate_slugs_missing_workspaces_and_taken_ports_are_refused(tmp_path
             tmp_path / "port.yml",
             [{"slug": "app", "workspace": str(here), "mode": "stack", "bridge_port": port}],
         )
+        other = tmp_path / "other"
+        other.mkdir()
+        same_port = write_inventory(
+            tmp_path / "ports.yml",
+            [
+                {"slug": "one", "workspace": str(here), "mode": "stack"},
+                {"slug": "two", "workspace": str(other), "mode": "stack"},
+            ],
+        )
         expectations = {
+            same_port: "bridge_port 3106 is used by both 'one' and 'two'",
             duplicate: "slug 'app' is used twice",
             missing: "memctl_projects[0].workspace",
             taken: "memctl_projects[0].bridge_port: port",
