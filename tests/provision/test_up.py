@@ -51,6 +51,16 @@ async def test_up_provisions_a_fresh_workspace_that_a_client_can_use(tmp_path: P
         assert HOST.file(str(workspace / ".memory" / name)).is_file
     assert "/.memory/" in HOST.file(str(workspace / ".gitignore")).content_string
 
+    before = tree(workspace)
+    second = up_json("--project", str(workspace), state=tmp_path / "state")
+    assert second["changed"] == 0, second
+    assert _project(second)["smoke"]["saved"] == "already present"
+    assert {f["action"] for f in _project(second)["files"]} == {"unchanged"}
+    after = tree(workspace)
+    config_files = {k for k in before if not k.startswith(".memory/") or k == ".memory/owned.json"}
+    assert {k: after[k] for k in config_files} == {k: before[k] for k in config_files}, "byte-stable"
+    assert after[".memory/bridge.token"] == before[".memory/bridge.token"], "the token is generated once"
+
     # A real MCP client, started exactly as the rendered .mcp.json entry says.
     servers = json.loads((workspace / ".mcp.json").read_text())["mcpServers"]
     assert servers["mine"] == {"command": "my-server"}, "the user's own server is untouched"
@@ -76,16 +86,6 @@ async def test_up_provisions_a_fresh_workspace_that_a_client_can_use(tmp_path: P
         found = await client.call_tool("memory_search", {"query": "which database for billing"})
         hits = [r["id"] for r in json.loads(found.content[0].text)["results"]]  # type: ignore[union-attr]
         assert "decisions/db" in hits
-
-    before = tree(workspace)
-    second = up_json("--project", str(workspace), state=tmp_path / "state")
-    assert second["changed"] == 0, second
-    assert _project(second)["smoke"]["saved"] == "already present"
-    assert {f["action"] for f in _project(second)["files"]} == {"unchanged"}
-    after = tree(workspace)
-    config_files = {k for k in before if not k.startswith(".memory/") or k == ".memory/owned.json"}
-    assert {k: after[k] for k in config_files} == {k: before[k] for k in config_files}, "byte-stable"
-    assert after[".memory/bridge.token"] == before[".memory/bridge.token"], "the token is generated once"
 
 
 def test_check_diff_shows_the_changes_writes_nothing_and_hides_the_token(tmp_path: Path) -> None:
