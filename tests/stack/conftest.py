@@ -27,10 +27,13 @@ HERE = Path(__file__).resolve().parent
 BASE_IMAGE = "memctl-base:bookworm"
 VALKEY_IMAGE = "memctl-test-valkey:8.1"
 BRIDGE_IMAGE = "memctl-bridge:test"
-NETWORK = "memctl-test"
-VALKEY = "memctl-test-valkey"
-VALKEY_VOLUME = "memctl-test-valkey-data"
-SLUGS = ("stk-alpha", "stk-beta")
+# Containers, network and volume are named per test run, so that two runs on one engine
+# (two checkouts, CI beside a developer) never remove each other's stack.
+RUN = f"{os.getpid()}"
+NETWORK = f"memctl-test-{RUN}"
+VALKEY = f"memctl-test-valkey-{RUN}"
+VALKEY_VOLUME = f"memctl-test-valkey-data-{RUN}"
+SLUGS = (f"stk-alpha-{RUN}", f"stk-beta-{RUN}")
 DIFY_TAGS = ("1.15.0", "1.16.0")
 DIFY_PINNED = "1.16.0"
 RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)

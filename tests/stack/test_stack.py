@@ -118,7 +118,7 @@ async def test_mcp_client_saves_and_searches_through_the_container_with_its_toke
         assert "stack-runbook" in [result["id"] for result in found["results"]]
     # Stored in the machine's Valkey, under this project's key prefix.
     keys = valkey.Valkey(host="127.0.0.1", port=stack.valkey_port).keys(f"{slug}:mem:*")
-    assert b"stk-alpha:mem:stack-runbook" in keys
+    assert f"{slug}:mem:stack-runbook".encode() in keys
 
 
 @pytest.mark.anyio
