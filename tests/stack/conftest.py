@@ -26,7 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 BASE_IMAGE = "memctl-base:bookworm"
 VALKEY_IMAGE = "memctl-test-valkey:8.1"
-BRIDGE_IMAGE = "memctl-bridge:test"
 # Containers, network and volume are named per test run, so that two runs on one engine
 # (two checkouts, CI beside a developer) never remove each other's stack.
 RUN = f"{os.getpid()}"
@@ -34,6 +33,7 @@ NETWORK = f"memctl-test-{RUN}"
 VALKEY = f"memctl-test-valkey-{RUN}"
 VALKEY_VOLUME = f"memctl-test-valkey-data-{RUN}"
 SLUGS = (f"stk-alpha-{RUN}", f"stk-beta-{RUN}")
+BRIDGE_IMAGE = f"memctl-bridge:test-{RUN}"  # its layers stay cached for the next run
 DIFY_TAGS = ("1.15.0", "1.16.0")
 DIFY_PINNED = "1.16.0"
 RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
@@ -214,6 +214,7 @@ def _remove_stack() -> None:
         _run("docker", "rm", "--force", name)
     _run("docker", "network", "rm", NETWORK)
     _run("docker", "volume", "rm", VALKEY_VOLUME)
+    _run("docker", "image", "rm", BRIDGE_IMAGE)
 
 
 @pytest.fixture(scope="session")
