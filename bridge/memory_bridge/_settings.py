@@ -93,7 +93,9 @@ class Settings(BaseSettings):
         "the bundled model.",
     )
     embedding_endpoint_model: str = Field("nomic-embed-text", description="Model name sent to embedding_url.")
-    embedding_threads: int = Field(2, gt=0, le=64, description="CPU threads for the bundled model.")
+    embedding_threads: int = Field(
+        2, gt=0, le=64, description="Texts the bundled model embeds at once, one CPU thread each."
+    )
     max_results: int = Field(8, gt=0, le=50, description="Default number of search_memory records.")
     absorb_max_file_bytes: int = Field(500_000, gt=0, description="Largest file absorb_files reads.")
     absorb_default_dataset: str = Field("knowledge", description="Slot absorb_files writes to by default.")

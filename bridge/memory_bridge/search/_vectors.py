@@ -4,6 +4,11 @@ Loaded from the database on first use, kept current by this process's writes, an
 reloaded when another process has written (the store bumps a generation number).
 Rows are appended into spare capacity that doubles when full, so a write costs the
 size of its own vectors, not a copy of the whole matrix.
+
+The matrix is stored transposed (one row per dimension): `query @ columns` streams it
+in the order BLAS reads fastest, half the time of `rows @ query` at 100k x 384 here.
+A search always takes the whole product and then picks the rows a filter allows:
+gathering them first costs more than multiplying them all.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ class VectorIndex:
         self._size = 0
         self._passages = np.empty(0, dtype=np.int64)
         self._documents = np.empty(0, dtype=np.int64)
-        self._matrix = np.empty((0, dimension), dtype=np.float32)
+        self._columns = np.empty((dimension, 0), dtype=np.float32)
         self._alive = np.empty(0, dtype=bool)
 
     def __len__(self) -> int:
@@ -45,14 +50,18 @@ class VectorIndex:
         self._size = len(passages)
         self._passages = np.array(passages, dtype=np.int64)
         self._documents = np.array(documents, dtype=np.int64)
-        self._matrix = np.vstack(vectors) if vectors else np.empty((0, self.dimension), dtype=np.float32)
+        self._columns = (
+            np.ascontiguousarray(np.vstack(vectors).T)
+            if vectors
+            else np.empty((self.dimension, 0), dtype=np.float32)
+        )
         self._alive = np.ones(self._size, dtype=bool)
         self.generation = generation
 
     def _reserve(self, extra: int, dimension: int) -> None:
         if self._size == 0 and dimension != self.dimension:
             self.dimension = dimension
-            self._matrix = np.empty((0, dimension), dtype=np.float32)
+            self._columns = np.empty((dimension, 0), dtype=np.float32)
         needed = self._size + extra
         if needed <= len(self._passages):
             return
@@ -60,7 +69,7 @@ class VectorIndex:
         grow = capacity - len(self._passages)
         self._passages = np.concatenate([self._passages, np.zeros(grow, dtype=np.int64)])
         self._documents = np.concatenate([self._documents, np.full(grow, -1, dtype=np.int64)])
-        self._matrix = np.vstack([self._matrix, np.zeros((grow, self.dimension), dtype=np.float32)])
+        self._columns = np.hstack([self._columns, np.zeros((self.dimension, grow), dtype=np.float32)])
         self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
 
     def add(self, passages: list[int], document: int, vectors: Vector) -> None:
@@ -68,7 +77,7 @@ class VectorIndex:
         end = self._size + len(passages)
         self._passages[self._size : end] = passages
         self._documents[self._size : end] = document
-        self._matrix[self._size : end] = vectors
+        self._columns[:, self._size : end] = vectors.T
         self._alive[self._size : end] = True
         self._size = end
 
@@ -81,25 +90,30 @@ class VectorIndex:
         return np.isin(self._documents[: self._size], wanted)
 
     def best_per_document(
-        self, query: Vector, *, rows: Mask | None = None, limit: int | None = None
+        self,
+        query: Vector,
+        *,
+        rows: Mask | None = None,
+        limit: int | None = None,
+        documents: Iterable[int] = (),
     ) -> dict[int, tuple[float, int]]:
         """document rowid -> (best cosine, passage id), best documents first.
 
-        With `limit`, only documents among the top `limit` passages are returned;
-        `rows` (from `rows_of`) restricts the search to some documents' passages.
+        With `limit`, only documents among the top `limit` passages are returned, plus
+        every one of `documents` (scored exactly however far down it ranks); `rows` (from
+        `rows_of`) restricts the search to some documents' passages.
         """
         size = self._size
         mask = self._alive[:size] if rows is None else self._alive[:size] & rows[:size]
         candidates = np.flatnonzero(mask)
         if candidates.size == 0:
             return {}
-        scores = (
-            self._matrix[candidates] @ query
-            if candidates.size < size // 2
-            else (self._matrix[:size] @ query)[candidates]
-        )
+        scores = (query @ self._columns[:, :size])[candidates]
         if limit is not None and candidates.size > limit:
             top = np.argpartition(-scores, limit - 1)[:limit]
+            wanted = np.fromiter(documents, dtype=np.int64)
+            if wanted.size:
+                top = np.union1d(top, np.flatnonzero(np.isin(self._documents[candidates], wanted)))
             candidates, scores = candidates[top], scores[top]
         order = np.argsort(-scores, kind="stable")
         best: dict[int, tuple[float, int]] = {}

@@ -46,12 +46,14 @@ class Database:
             migrate(self._conn, str(path))
 
     async def read(self, operation: str, work: Work[T]) -> T:
-        return await anyio.to_thread.run_sync(self._run, operation, work, False)
+        return await anyio.to_thread.run_sync(self.run, operation, work, False)
 
     async def write(self, operation: str, work: Work[T]) -> T:
-        return await anyio.to_thread.run_sync(self._run, operation, work, True)
+        return await anyio.to_thread.run_sync(self.run, operation, work, True)
 
-    def _run(self, operation: str, work: Work[T], write: bool) -> T:
+    def run(self, operation: str, work: Work[T], write: bool) -> T:
+        """Run `work` in one transaction, blocking: for worker threads (async code uses
+        `read` and `write`)."""
         with self._lock, map_sqlite_errors(operation, str(self.path)):
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")

@@ -1,9 +1,10 @@
 """Knowledge memory in one SQLite file: slots, documents, FTS5 keywords and dense vectors.
 
-A document is split into passages; each passage is indexed by FTS5 (BM25) and, when
-an embedding model is available, by a vector kept in the database and mirrored in an
-in-memory matrix. Search fuses the two per document (best passage): 0.7 x cosine +
-0.3 x BM25 normalised to the best keyword hit, the weights Dify's hybrid search uses.
+A document is split into passages; each passage is indexed by FTS5 (BM25) at once and,
+when an embedding model is available, by a vector computed off the write path
+(`_knowledge_vectors`), kept in the database and mirrored in an in-memory matrix.
+Search fuses the two per document (best passage): 0.7 x cosine + 0.3 x BM25 normalised
+to the best keyword hit, the weights Dify's hybrid search uses.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -36,20 +36,19 @@ from .._knowledge import (
 from .._query import query_terms
 from ._db import Database
 from ._knowledge_schema import migrate_knowledge
-from ._match import match_expression
+from ._knowledge_terms import TermFrequencies
+from ._knowledge_vectors import BATCH as EMBED_BATCH
+from ._knowledge_vectors import KnowledgeVectors, bump_generation, embedded_text
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from ...search._vectors import VectorIndex
 
 __all__ = ["SqliteKnowledgeStore"]
 
 VECTOR_WEIGHT = 0.7
 KEYWORD_WEIGHT = 0.3
 _KEYWORD_CANDIDATES = 200
-_DENSE_CANDIDATES = 2000
-_MASK_CACHE = 32
+_DENSE_CANDIDATES = 500  # passages; the keyword candidates get their cosine as well
 _DOC_COLUMNS = (
     "d.rowid, d.id, s.name, d.name, d.text, d.enabled, d.created_at, d.updated_at, d.origin, "
     "d.atom_type, d.project_module, d.language, d.task_type, d.error_pattern, d.scope"
@@ -120,9 +119,8 @@ class SqliteKnowledgeStore:
         self.url = f"sqlite:///{path}"
         self.embedder = embedder
         self._db = Database(path, migrate_knowledge, clock=clock)
-        self._index: VectorIndex | None = None  # built on first search (numpy loads then)
-        self._row_masks: dict[tuple[str, tuple[Any, ...]], tuple[tuple[int, int], Any]] = {}
-        self._index_lock = threading.Lock()
+        self._vectors = KnowledgeVectors(self._db, embedder) if embedder is not None else None
+        self._terms = TermFrequencies()
         self._default_slots = tuple(default_slots)
         self._slots_ready = False
 
@@ -172,28 +170,13 @@ class SqliteKnowledgeStore:
 
     # -- documents --------------------------------------------------------------------------
 
-    def _bump_generation(self, conn: sqlite3.Connection) -> int:
-        row = conn.execute(
-            "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation' RETURNING value"
-        ).fetchone()
-        return int(row[0])
-
-    def _embed(self, name: str, passages: list[str]) -> np.ndarray | None:
-        if self.embedder is None:
-            return None
-        texts = [f"{name}\n\n{passages[0]}", *passages[1:]]
-        try:
-            return self.embedder.embed_documents(texts)
-        except RuntimeError:  # the model could not load: keyword search still works
-            return None
-
     async def upsert(
         self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
     ) -> UpsertOutcome:
         await self._ensure_default_slots()
         passages = chunk_text(text)
         digest = _sha(text, metadata)
-        vectors = await anyio.to_thread.run_sync(self._embed, name, passages)
+        model = self._vectors.embedder.name if self._vectors is not None else None
 
         def run(conn: sqlite3.Connection, now: float) -> UpsertOutcome:
             slot_id = self._slot_id(conn, slot)
@@ -203,6 +186,7 @@ class SqliteKnowledgeStore:
             if existing is not None and existing[2] == digest:
                 return UpsertOutcome(existing[1], created=False, changed=False)
             values = (text, digest, now, origin, *(getattr(metadata, f) for f in _SCALAR_FILTERS))
+            previous: dict[str, bytes] = {}
             if existing is None:
                 document_id = str(uuid.uuid4())
                 rowid = conn.execute(
@@ -220,50 +204,63 @@ class SqliteKnowledgeStore:
                     " WHERE rowid = ?",
                     (*values, rowid),
                 )
+                previous = self._previous_vectors(conn, rowid, name, model)
                 self._drop_passages(conn, rowid)
                 conn.execute("DELETE FROM document_tags WHERE document = ?", (rowid,))
             conn.executemany(
                 "INSERT OR IGNORE INTO document_tags (tag, document) VALUES (?, ?)",
                 [(tag, rowid) for tag in metadata.tags],
             )
-            model = self.embedder.name if vectors is not None and self.embedder is not None else None
-            passage_ids = []
+            kept: list[tuple[int, bytes]] = []
             for position, content in enumerate(passages):
-                blob = vectors[position].tobytes() if vectors is not None else None
+                blob = previous.get(embedded_text(name, position, content))
                 passage = conn.execute(
                     "INSERT INTO passages (document, position, content, vector, model)"
                     " VALUES (?, ?, ?, ?, ?)",
-                    (rowid, position, content, blob, model),
+                    (rowid, position, content, blob, model if blob is not None else None),
                 ).lastrowid
+                assert passage is not None
                 conn.execute(
                     "INSERT INTO passages_fts (rowid, name, content) VALUES (?, ?, ?)",
                     (passage, name, content),
                 )
-                passage_ids.append(int(passage or 0))
-            generation = self._bump_generation(conn)
-            self._index_update(generation, rowid, passage_ids, vectors)
-            return UpsertOutcome(document_id, created=existing is None, changed=True)
+                if blob is not None:
+                    kept.append((passage, blob))
+            generation = bump_generation(conn)
+            if self._vectors is not None:
+                self._vectors.written(generation, rowid, kept)
+            queued = self._vectors is not None and len(kept) < len(passages)
+            return UpsertOutcome(
+                document_id,
+                created=existing is None,
+                changed=True,
+                indexing_status="indexing" if queued else "completed",
+            )
 
-        return await self._db.write("upsert", run)
+        outcome = await self._db.write("upsert", run)
+        if self._vectors is not None and outcome.indexing_status == "indexing":
+            self._vectors.kick()
+        return outcome
+
+    @staticmethod
+    def _previous_vectors(
+        conn: sqlite3.Connection, rowid: int, name: str, model: str | None
+    ) -> dict[str, bytes]:
+        """The document's current vectors by embedded text: an unchanged passage keeps its own."""
+        if model is None:
+            return {}
+        return {
+            embedded_text(name, int(position), content): blob
+            for position, content, blob in conn.execute(
+                "SELECT position, content, vector FROM passages WHERE document = ? AND model = ?",
+                (rowid, model),
+            )
+        }
 
     def _drop_passages(self, conn: sqlite3.Connection, rowid: int) -> None:
         ids = [r[0] for r in conn.execute("SELECT rowid FROM passages WHERE document = ?", (rowid,))]
         conn.executemany("DELETE FROM passages_fts WHERE rowid = ?", [(i,) for i in ids])
         conn.execute("DELETE FROM passages WHERE document = ?", (rowid,))
-
-    def _index_update(
-        self, generation: int, rowid: int, passages: list[int], vectors: np.ndarray | None
-    ) -> None:
-        """Keep the in-memory matrix in step with our own write (if it was current)."""
-        if self._index is None:
-            return
-        with self._index_lock:
-            if self._index.generation != generation - 1:
-                return  # stale anyway: the next search reloads it
-            self._index.remove_document(rowid)
-            if vectors is not None:
-                self._index.add(passages, rowid, vectors)
-            self._index.generation = generation
 
     async def _one(self, slot: str, column: str, value: str, operation: str) -> Document | None:
         """The slot's document whose `column` (id or name) equals `value`."""
@@ -307,6 +304,10 @@ class SqliteKnowledgeStore:
                 "UPDATE documents SET enabled = ? WHERE slot_id = ? AND id = ?",
                 (int(enabled), slot_id, document_id),
             ).rowcount
+            if changed:  # the filter masks of dense search depend on it
+                generation = bump_generation(conn)
+                if self._vectors is not None:
+                    self._vectors.written(generation, None, [])
             return bool(changed)
 
         await self._ensure_default_slots()
@@ -322,8 +323,9 @@ class SqliteKnowledgeStore:
                 return False
             self._drop_passages(conn, int(row[0]))
             conn.execute("DELETE FROM documents WHERE rowid = ?", (row[0],))
-            generation = self._bump_generation(conn)
-            self._index_update(generation, int(row[0]), [], None)
+            generation = bump_generation(conn)
+            if self._vectors is not None:
+                self._vectors.written(generation, int(row[0]), [])
             return True
 
         await self._ensure_default_slots()
@@ -350,7 +352,7 @@ class SqliteKnowledgeStore:
             "SELECT p.document, p.rowid, -bm25(passages_fts, 2.0, 1.0) AS relevance FROM passages_fts"
             " JOIN passages AS p ON p.rowid = passages_fts.rowid JOIN documents AS d ON d.rowid = p.document"
             f" WHERE passages_fts MATCH ? AND {where} ORDER BY relevance DESC LIMIT ?",
-            [match_expression(terms, "any"), *params, _KEYWORD_CANDIDATES],
+            [self._terms.match(conn, terms), *params, _KEYWORD_CANDIDATES],
         ).fetchall()
         best: dict[int, tuple[float, int]] = {}
         for document, passage, relevance in rows:
@@ -358,49 +360,21 @@ class SqliteKnowledgeStore:
                 best[document] = (float(relevance), int(passage))
         return best
 
-    def _vector_index(self, conn: sqlite3.Connection) -> VectorIndex | None:
-        if self.embedder is None:
-            return None
-        generation = int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
-        with self._index_lock:
-            if self._index is None:
-                from ...search._vectors import VectorIndex
-
-                self._index = VectorIndex(self.embedder.dimension)
-            if self._index.generation != generation:
-                rows = conn.execute(
-                    "SELECT rowid, document, vector FROM passages WHERE model = ? AND vector IS NOT NULL",
-                    (self.embedder.name,),
-                )
-                self._index.load(rows, generation)
-            return self._index
-
     def _dense(
-        self, conn: sqlite3.Connection, query_vector: np.ndarray, where: str, params: list[Any], top_k: int
+        self,
+        conn: sqlite3.Connection,
+        query_vector: np.ndarray,
+        where: str,
+        params: list[Any],
+        keyword: dict[int, tuple[float, int]],
     ) -> dict[int, tuple[float, int]]:
-        index = self._vector_index(conn)
-        if index is None:
+        """document rowid -> (best cosine, its passage rowid): the nearest documents, and
+        every keyword candidate (so its fused score has both halves)."""
+        if self._vectors is None:
             return {}
-        rows = self._rows_allowed(conn, index, where, params)
-        return index.best_per_document(query_vector, rows=rows, limit=_DENSE_CANDIDATES)
-
-    def _rows_allowed(
-        self, conn: sqlite3.Connection, index: VectorIndex, where: str, params: list[Any]
-    ) -> Any:
-        """The index rows a filter allows, cached per filter until the store changes."""
-        key = (where, tuple(params))
-        stamp = (index.generation, len(index))
-        cached = self._row_masks.get(key)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        allowed = {
-            int(r[0]) for r in conn.execute(f"SELECT d.rowid FROM documents AS d WHERE {where}", params)
-        }
-        mask = index.rows_of(allowed)
-        if len(self._row_masks) >= _MASK_CACHE:
-            self._row_masks.clear()
-        self._row_masks[key] = (stamp, mask)
-        return mask
+        index = self._vectors.index(conn)
+        rows = self._vectors.rows_allowed(conn, index, where, params)
+        return index.best_per_document(query_vector, rows=rows, limit=_DENSE_CANDIDATES, documents=keyword)
 
     def _query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
         if self.embedder is None:
@@ -421,20 +395,36 @@ class SqliteKnowledgeStore:
         mode: SearchMode = "hybrid",
     ) -> SearchPage:
         await self._ensure_default_slots()
+        return await anyio.to_thread.run_sync(self._search, slots, query, flt, top_k, score_threshold, mode)
+
+    def _search(
+        self,
+        slots: list[str],
+        query: str,
+        flt: KnowledgeFilter,
+        top_k: int,
+        score_threshold: float | None,
+        mode: SearchMode,
+    ) -> SearchPage:
+        """The whole search in one worker thread: query vector, catching up, ranking."""
         degraded: str | None = None
         query_vector = None
         if mode in ("hybrid", "dense"):
-            query_vector, degraded = await anyio.to_thread.run_sync(self._query_vector, query)
+            query_vector, degraded = self._query_vector(query)
             if query_vector is None:
                 mode = "keyword"
+        where, params = self._db.run(
+            "search_memory", lambda conn, now: self._allowed_sql(conn, slots, flt), False
+        )
+        if query_vector is not None and self._vectors is not None:
+            degraded = self._vectors.catch_up(where, tuple(params))
 
         def run(conn: sqlite3.Connection, now: float) -> SearchPage:
-            where, params = self._allowed_sql(conn, slots, flt)
             if mode == "substring":
                 return self._substring(conn, query, where, params, top_k)
             keyword = self._keyword(conn, query_terms(query), where, params) if mode != "dense" else {}
             dense = (
-                self._dense(conn, query_vector, where, params, top_k)
+                self._dense(conn, query_vector, where, params, keyword)
                 if query_vector is not None and mode != "keyword"
                 else {}
             )
@@ -456,7 +446,7 @@ class SqliteKnowledgeStore:
             hits = [self._hit(conn, document, passage, score) for score, document, passage in scored[:top_k]]
             return SearchPage(hits, len(scored), degraded)
 
-        return await self._db.read("search_memory", run)
+        return self._db.run("search_memory", run, False)
 
     def _substring(
         self, conn: sqlite3.Connection, query: str, where: str, params: list[Any], top_k: int
@@ -511,64 +501,28 @@ class SqliteKnowledgeStore:
     # -- upkeep -----------------------------------------------------------------------------
 
     async def stale_passages(self) -> int:
-        """Passages whose vector is missing or from another model (they need re-embedding)."""
-        if self.embedder is None:
+        """Passages still waiting for a vector of the current model."""
+        if self._vectors is None:
             return 0
-        model = self.embedder.name
-
-        def run(conn: sqlite3.Connection, now: float) -> int:
-            return int(
-                conn.execute(
-                    "SELECT count(*) FROM passages WHERE model IS NULL OR model != ?", (model,)
-                ).fetchone()[0]
-            )
-
-        return await self._db.read("stale_passages", run)
+        return await anyio.to_thread.run_sync(self._vectors.queued)
 
     async def upkeep(self) -> int:
-        """Re-embed passages written without a vector or by another model, in batches."""
-        if not await self.stale_passages():
+        """Embed every passage still waiting for a vector (new, or left by another model)."""
+        if self._vectors is None:
             return 0
         done = 0
         while batch := await self.reembed_batch():
             done += batch
         return done
 
-    async def reembed_batch(self, batch: int = 64) -> int:
-        """Embed up to `batch` stale passages with the current model; return how many."""
-        if self.embedder is None:
+    async def reembed_batch(self, batch: int = EMBED_BATCH) -> int:
+        """Embed up to `batch` passages still waiting for a vector; return how many."""
+        if self._vectors is None:
             return 0
-        model = self.embedder.name
-
-        def pending(conn: sqlite3.Connection, now: float) -> list[tuple[int, int, str, str]]:
-            return [
-                (int(r[0]), int(r[1]), r[2], r[3])
-                for r in conn.execute(
-                    "SELECT p.rowid, p.position, p.content, d.name FROM passages AS p"
-                    " JOIN documents AS d ON d.rowid = p.document"
-                    " WHERE p.model IS NULL OR p.model != ? LIMIT ?",
-                    (model, batch),
-                )
-            ]
-
-        rows = await self._db.read("reembed", pending)
-        if not rows:
-            return 0
-        texts = [f"{name}\n\n{content}" if position == 0 else content for _, position, content, name in rows]
         try:
-            vectors = await anyio.to_thread.run_sync(self.embedder.embed_documents, texts)
-        except RuntimeError:
+            return await anyio.to_thread.run_sync(self._vectors.embed_queued, batch)
+        except RuntimeError:  # the model cannot load: keyword search keeps working
             return 0
-
-        def store(conn: sqlite3.Connection, now: float) -> int:
-            conn.executemany(
-                "UPDATE passages SET vector = ?, model = ? WHERE rowid = ?",
-                [(vectors[i].tobytes(), model, row[0]) for i, row in enumerate(rows)],
-            )
-            self._bump_generation(conn)
-            return len(rows)
-
-        return await self._db.write("reembed", store)
 
     async def count(self) -> int:
         def run(conn: sqlite3.Connection, now: float) -> int:
@@ -580,4 +534,6 @@ class SqliteKnowledgeStore:
         await self.count()
 
     async def close(self) -> None:
+        if self._vectors is not None:
+            await anyio.to_thread.run_sync(self._vectors.close)
         self._db.close()

@@ -1,37 +1,158 @@
-"""Vectors follow the model: passages written without one are embedded by upkeep."""
+"""Vectors follow the text and the model, off the write path: writes commit without
+waiting for the model, searches embed what is still queued, upkeep embeds the rest."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from memory_bridge.search._embed import LazyEmbedder
 from memory_bridge.search._onnx import MINILM_DIMENSION, MINILM_NAME, load_minilm
-from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter
+from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter, SearchPage
 from memory_bridge.stores.sqlite._knowledge import SqliteKnowledgeStore
+from memory_bridge.stores.sqlite._knowledge_vectors import SEARCH_CATCH_UP
 
 pytestmark = pytest.mark.anyio
 
+PARAPHRASE = "how often must API keys rotate"
 
-async def test_a_model_change_reembeds_in_the_background(tmp_path: Path) -> None:
+
+class Recording:
+    """The real model, counting the texts it embeds; `hold()` makes document embedding
+    wait until released (a model busy with a long batch)."""
+
+    def __init__(self, inner: LazyEmbedder, name: str = MINILM_NAME) -> None:
+        self.name = name
+        self.dimension = inner.dimension
+        self._inner = inner
+        self.texts: list[str] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        self.gate.wait()
+        self.texts += texts
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self._inner.embed_query(text)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> LazyEmbedder:
+    return LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(1))
+
+
+@pytest.fixture
+def recording(minilm: LazyEmbedder) -> Iterator[Recording]:
+    model = Recording(minilm)
+    yield model
+    model.gate.set()
+
+
+async def search(store: SqliteKnowledgeStore, query: str) -> SearchPage:
+    return await store.search(["knowledge"], query, KnowledgeFilter(), top_k=5, score_threshold=None)
+
+
+async def test_a_write_commits_while_the_model_is_busy(tmp_path: Path, recording: Recording) -> None:
+    store = SqliteKnowledgeStore(tmp_path / "k.db", embedder=recording, default_slots=["knowledge"])
+    try:
+        recording.gate.clear()
+        saved = await store.upsert(
+            "knowledge", "tokens.md", "Renew the bearer credential every 30 days.", DocMetadata(), origin="t"
+        )
+        assert saved.created and saved.indexing_status == "indexing"
+        found = await store.search(
+            ["knowledge"],
+            "bearer credential",
+            KnowledgeFilter(),
+            top_k=5,
+            score_threshold=None,
+            mode="keyword",
+        )
+        assert [h.document_name for h in found.hits] == ["tokens.md"]
+        recording.gate.set()
+        await store.upkeep()
+        assert await store.stale_passages() == 0
+        assert [h.document_name for h in (await search(store, PARAPHRASE)).hits] == ["tokens.md"]
+    finally:
+        recording.gate.set()
+        await store.close()
+
+
+async def test_a_search_right_after_a_write_finds_it_by_meaning(tmp_path: Path, recording: Recording) -> None:
+    store = SqliteKnowledgeStore(tmp_path / "k.db", embedder=recording, default_slots=["knowledge"])
+    try:
+        await store.upsert(
+            "knowledge", "tokens.md", "Renew the bearer credential every 30 days.", DocMetadata(), origin="t"
+        )
+        page = await search(store, PARAPHRASE)  # no word in common: only the vector can find it
+        assert [h.document_name for h in page.hits] == ["tokens.md"] and page.degraded is None
+    finally:
+        await store.close()
+
+
+async def test_an_unchanged_passage_keeps_its_vector(tmp_path: Path, recording: Recording) -> None:
+    store = SqliteKnowledgeStore(tmp_path / "k.db", embedder=recording, default_slots=["knowledge"])
+    first = "The staging database password rotates every Tuesday at noon. " * 12
+    second = "Deploys freeze on Fridays after three in the afternoon. " * 12
+    try:
+        await store.upsert("knowledge", "ops.md", f"{first}\n\n{second}", DocMetadata(), origin="t")
+        await store.upkeep()
+        assert len(recording.texts) == 2  # two passages
+        changed = second.replace("Fridays", "Thursdays")
+        await store.upsert("knowledge", "ops.md", f"{first}\n\n{changed}", DocMetadata(), origin="t")
+        await store.upkeep()
+        assert len(recording.texts) == 3 and "Thursdays" in recording.texts[-1]
+        page = await search(store, "when do deploys stop before the weekend")
+        assert page.hits[0].document_name == "ops.md" and "Thursdays" in page.hits[0].content
+    finally:
+        await store.close()
+
+
+async def test_a_model_change_reembeds_in_the_background(tmp_path: Path, minilm: LazyEmbedder) -> None:
     path = tmp_path / "k.db"
-    plain = SqliteKnowledgeStore(path, embedder=None, default_slots=["knowledge"])
-    await plain.upsert(
+    old = SqliteKnowledgeStore(path, embedder=Recording(minilm, "old-model"), default_slots=["knowledge"])
+    await old.upsert(
         "knowledge", "tokens.md", "Renew the bearer credential every 30 days.", DocMetadata(), origin="t"
     )
-    await plain.close()
+    await old.upkeep()
+    await old.close()
 
-    model = LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(1))
-    store = SqliteKnowledgeStore(path, embedder=model, default_slots=["knowledge"])
+    store = SqliteKnowledgeStore(path, embedder=minilm, default_slots=["knowledge"])
     try:
-        query = "how often must API keys rotate"
-        before = await store.search(["knowledge"], query, KnowledgeFilter(), top_k=5, score_threshold=None)
-        assert before.hits == [] and await store.stale_passages() == 1
+        assert await store.stale_passages() == 1
         assert await store.upkeep() == 1
         assert await store.stale_passages() == 0 and await store.upkeep() == 0
-        after = await store.search(["knowledge"], query, KnowledgeFilter(), top_k=5, score_threshold=None)
-        assert [h.document_name for h in after.hits] == ["tokens.md"]
+        assert [h.document_name for h in (await search(store, PARAPHRASE)).hits] == ["tokens.md"]
+    finally:
+        await store.close()
+
+
+async def test_a_search_during_a_bulk_import_says_it_is_partial(tmp_path: Path, minilm: LazyEmbedder) -> None:
+    path = tmp_path / "k.db"
+    plain = SqliteKnowledgeStore(path, embedder=None, default_slots=["knowledge"])
+    for n in range(SEARCH_CATCH_UP + 1):
+        await plain.upsert(
+            "knowledge", f"n{n}.md", f"Runbook note {n} about the proxy.", DocMetadata(), origin="t"
+        )
+    await plain.close()
+
+    store = SqliteKnowledgeStore(path, embedder=minilm, default_slots=["knowledge"])
+    try:
+        partial = await search(store, "proxy runbook")
+        assert len(partial.hits) == 5, "keywords still find the queued documents"
+        assert (
+            partial.degraded is not None
+            and f"{SEARCH_CATCH_UP + 1} passages are still waiting" in partial.degraded
+        )
+        await store.upkeep()
+        assert (await search(store, "proxy runbook")).degraded is None
     finally:
         await store.close()
 
@@ -47,10 +168,9 @@ async def test_a_model_that_cannot_load_degrades_to_keywords(tmp_path: Path) -> 
             "knowledge", "a.md", "cache keys carry the tenant", DocMetadata(), origin="t"
         )
         assert saved.created
-        page = await store.search(
-            ["knowledge"], "tenant cache", KnowledgeFilter(), top_k=5, score_threshold=None
-        )
+        page = await search(store, "tenant cache")
         assert [h.document_name for h in page.hits] == ["a.md"]
         assert page.degraded is not None and "model.onnx is missing" in page.degraded
+        assert await store.upkeep() == 0
     finally:
         await store.close()

@@ -1,0 +1,244 @@
+"""Passage vectors of the embedded knowledge store: the in-memory matrix and the queue.
+
+Writes never wait for the model. A passage is stored without a vector (`model` NULL)
+unless its document kept the same text under the same model, and a background thread
+embeds the queue in batches (sorted by length, so little padding), each written in its
+own short transaction. A search first embeds what is still queued among the documents
+it may return, up to a cap; beyond that (a bulk import still catching up) it says that
+those passages rank by keywords only for now.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..._errors import StoreError
+from ...search._embed import Embedder, LazyEmbedder
+from ._db import Database
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ...search._vectors import VectorIndex
+
+__all__ = ["KnowledgeVectors", "embedded_text"]
+
+log = logging.getLogger(__name__)
+
+BATCH = 32  # passages per model call in the background
+SEARCH_CATCH_UP = 64  # queued passages a search embeds itself before it answers
+_MASK_CACHE = 32
+
+
+def embedded_text(name: str, position: int, content: str) -> str:
+    """What the model sees for a passage: the first one carries the document name."""
+    return f"{name}\n\n{content}" if position == 0 else content
+
+
+class KnowledgeVectors:
+    """The vector side of one store: queue, background embedding, matrix, filter masks."""
+
+    def __init__(self, db: Database, embedder: Embedder | LazyEmbedder) -> None:
+        self._db = db
+        self.embedder = embedder
+        self._index: VectorIndex | None = None  # built on first search (numpy loads then)
+        self._index_lock = threading.Lock()
+        self._row_masks: dict[tuple[str, tuple[Any, ...]], tuple[tuple[int, int], Any]] = {}
+        self._embedding = threading.Lock()  # one batch at a time: worker or search
+        self._requeued = False
+        self._wake = threading.Event()
+        self._closed = False
+        self._worker: threading.Thread | None = None
+
+    # -- the queue ----------------------------------------------------------------------------
+
+    def kick(self) -> None:
+        """Wake the background thread (started on first use): passages are queued."""
+        if self._closed:
+            return
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._work, name="knowledge-embed", daemon=True)
+            self._worker.start()
+        self._wake.set()
+
+    def _work(self) -> None:
+        while not self._closed:
+            self._wake.wait()
+            self._wake.clear()
+            try:
+                while not self._closed and self.embed_queued(BATCH):
+                    pass
+            except StoreError as exc:  # the next write or search tries again
+                log.warning("embedding knowledge passages failed: %s", exc)
+            except RuntimeError:  # no model: search says so, keywords keep working
+                return
+
+    def close(self) -> None:
+        """Stop the background thread (after the batch in flight)."""
+        self._closed = True
+        self._wake.set()
+        if self._worker is not None:
+            self._worker.join()
+
+    def _requeue_other_models(self, conn: sqlite3.Connection, now: float) -> int:
+        """Vectors of another model are useless to this one: queue their passages again."""
+        return conn.execute(
+            "UPDATE passages SET vector = NULL, model = NULL WHERE model != ?", (self.embedder.name,)
+        ).rowcount
+
+    def _requeue_once(self) -> None:
+        if not self._requeued:
+            self._requeued = True
+            self._db.run("requeue_vectors", self._requeue_other_models, True)
+
+    def queued(self, where: str = "", params: tuple[Any, ...] = ()) -> int:
+        """Passages waiting for a vector of this model (of the documents `where` allows, if
+        given); reads only."""
+        waiting = "(p.model IS NULL OR p.model < ? OR p.model > ?)"  # both halves use the index
+        model = (self.embedder.name, self.embedder.name)
+
+        def run(conn: sqlite3.Connection, now: float) -> int:
+            if not where:
+                return int(
+                    conn.execute(f"SELECT count(*) FROM passages AS p WHERE {waiting}", model).fetchone()[0]
+                )
+            return int(
+                conn.execute(
+                    "SELECT count(*) FROM passages AS p JOIN documents AS d ON d.rowid = p.document"
+                    f" WHERE {waiting} AND {where}",
+                    (*model, *params),
+                ).fetchone()[0]
+            )
+
+        return self._db.run("queued_vectors", run, False)
+
+    def embed_queued(self, limit: int, where: str = "", params: tuple[Any, ...] = ()) -> int:
+        """Embed up to `limit` queued passages (of the documents `where` allows); how many.
+
+        Raises RuntimeError when the model cannot load."""
+        self._requeue_once()
+        with self._embedding:
+            filtered = f" AND {where}" if where else ""
+            rows: list[tuple[int, int, int, str, str]] = self._db.run(
+                "embed_queued",
+                lambda conn, now: conn.execute(
+                    "SELECT p.rowid, p.document, p.position, p.content, d.name FROM passages AS p"
+                    f" JOIN documents AS d ON d.rowid = p.document WHERE p.model IS NULL{filtered}"
+                    " ORDER BY p.rowid LIMIT ?",
+                    (*params, limit),
+                ).fetchall(),
+                False,
+            )
+            if not rows:
+                return 0
+            vectors = self.embedder.embed_documents([embedded_text(r[4], r[2], r[3]) for r in rows])
+            self._db.run("embed_queued", lambda conn, now: self._store(conn, rows, vectors), True)
+            return len(rows)
+
+    def _store(
+        self, conn: sqlite3.Connection, rows: list[tuple[int, int, int, str, str]], vectors: np.ndarray
+    ) -> None:
+        """Save the vectors of passages that did not change meanwhile."""
+        stored: list[tuple[int, int, np.ndarray]] = []
+        for (passage, document, _, content, name), vector in zip(rows, vectors, strict=True):
+            changed = conn.execute(
+                "UPDATE passages SET vector = ?, model = ? WHERE rowid = ? AND model IS NULL AND content = ?"
+                " AND document = (SELECT rowid FROM documents WHERE rowid = ? AND name = ?)",
+                (vector.tobytes(), self.embedder.name, passage, content, document, name),
+            ).rowcount
+            if changed:
+                stored.append((passage, document, vector))
+        generation = bump_generation(conn)
+        self._index_step(generation, removed=None, added=stored)
+
+    def catch_up(self, where: str, params: tuple[Any, ...]) -> str | None:
+        """Before a search: embed the queued passages it could return, if there are only a
+        few; otherwise say how many rank by keywords only (None when all have vectors)."""
+        waiting = self.queued(where, params)
+        if 0 < waiting <= SEARCH_CATCH_UP:
+            try:
+                self.embed_queued(SEARCH_CATCH_UP, where, params)
+            except RuntimeError as exc:  # an embeddings endpoint that failed just now
+                log.warning("embedding queued passages before a search failed: %s", exc)
+            waiting = self.queued(where, params)
+        if not waiting:
+            return None
+        return (
+            f"{waiting} passages are still waiting for their vectors: they rank by keywords only until then"
+        )
+
+    # -- the matrix ---------------------------------------------------------------------------
+
+    def written(self, generation: int, document: int | None, kept: list[tuple[int, bytes]]) -> None:
+        """Our own write replaced `document`'s passages (None: changed no passage);
+        `kept` are (passage, vector) pairs it carried over."""
+        if self._index is None:
+            return
+        import numpy as np
+
+        added = (
+            []
+            if document is None
+            else [(passage, document, np.frombuffer(blob, dtype=np.float32)) for passage, blob in kept]
+        )
+        self._index_step(generation, removed=document, added=added)
+
+    def _index_step(
+        self, generation: int, *, removed: int | None, added: list[tuple[int, int, np.ndarray]]
+    ) -> None:
+        """Keep the in-memory matrix in step with our own write (if it was current)."""
+        if self._index is None:
+            return
+        with self._index_lock:
+            if self._index.generation != generation - 1:
+                return  # stale anyway: the next search reloads it
+            if removed is not None:
+                self._index.remove_document(removed)
+            for passage, document, vector in added:
+                self._index.add([passage], document, vector[None, :])
+            self._index.generation = generation
+
+    def index(self, conn: sqlite3.Connection) -> VectorIndex:
+        """The matrix, reloaded when another process (or connection) has written."""
+        generation = int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+        with self._index_lock:
+            if self._index is None:
+                from ...search._vectors import VectorIndex
+
+                self._index = VectorIndex(self.embedder.dimension)
+            if self._index.generation != generation:
+                rows = conn.execute(
+                    "SELECT rowid, document, vector FROM passages WHERE model = ? AND vector IS NOT NULL",
+                    (self.embedder.name,),
+                )
+                self._index.load(rows, generation)
+            return self._index
+
+    def rows_allowed(
+        self, conn: sqlite3.Connection, index: VectorIndex, where: str, params: list[Any]
+    ) -> Any:
+        """The index rows a filter allows, cached per filter until the store changes."""
+        key = (where, tuple(params))
+        stamp = (index.generation, len(index))
+        cached = self._row_masks.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        allowed = {
+            int(r[0]) for r in conn.execute(f"SELECT d.rowid FROM documents AS d WHERE {where}", params)
+        }
+        mask = index.rows_of(allowed)
+        if len(self._row_masks) >= _MASK_CACHE:
+            self._row_masks.clear()
+        self._row_masks[key] = (stamp, mask)
+        return mask
+
+
+def bump_generation(conn: sqlite3.Connection) -> int:
+    """Count a write, so other processes' matrices know they are stale."""
+    row = conn.execute(
+        "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation' RETURNING value"
+    ).fetchone()
+    return int(row[0])
