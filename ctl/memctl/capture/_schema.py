@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memory_bridge import MemctlError
+from memory_bridge.core._knowledge import ATOM_TYPES as KNOWLEDGE_ATOM_TYPES
 
 __all__ = [
     "ATOM_TYPES",
@@ -27,15 +28,9 @@ __all__ = [
     "parse_answer",
 ]
 
-ATOM_TYPES = (
-    "decision",
-    "bug-root-cause",
-    "feedback-rule",
-    "project-lore",
-    "reference",
-    "pattern-gotcha",
-    "self-improvement-lesson",
-)
+# The seven types an extractor may give: every knowledge atom type but plans (plans come
+# from plan capture, never from a transcript).
+ATOM_TYPES = tuple(kind for kind in KNOWLEDGE_ATOM_TYPES if kind != "plan")
 LESSON = "self-improvement-lesson"
 TASK_TYPES = ("planning", "implementation", "debugging", "refactor", "review", "deploy", "docs", "unknown")
 TITLE_MAX = 80

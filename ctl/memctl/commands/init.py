@@ -7,16 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import SecretStr, ValidationError
+from pydantic import SecretStr
 
-from memory_bridge import InvalidInput, MemctlError, Settings, load_settings
+from memory_bridge import MemctlError, Settings, load_settings
 from memory_bridge.stores._url import entry_store_scheme
 
-from .._clients import ALL_CLIENTS
-from .._inventory import Project
 from .._output import console, emit_json, fail, json_option
-from .._provision import slug_for
 from .._registry import add_project, registry_path
+from ._project_options import build_project, project_options
 
 _SKIPPED = {"project"}
 
@@ -62,15 +60,7 @@ def config_template(chosen: dict[str, Any]) -> str:
     type=click.Path(file_okay=False, path_type=Path),
     help="Project directory (default: current). Created if missing.",
 )
-@click.option("--slug", help="The project's name in memctl (default: from the directory name).")
-@click.option("--mode", type=click.Choice(["embedded", "stack"]), default="embedded", show_default=True)
-@click.option(
-    "--client",
-    "clients",
-    multiple=True,
-    type=click.Choice(sorted(ALL_CLIENTS)),
-    help="Client configuration `memctl up` writes (repeatable; default: all).",
-)
+@project_options
 @click.option("--entry-store", help="Entry store URL to write into the settings (default: sqlite).")
 @click.option("--knowledge-store", help="Knowledge store URL to write into the settings (default: sqlite).")
 @json_option
@@ -97,13 +87,9 @@ def init(
     workspace = (project or Path.cwd()).expanduser().absolute()
     chosen = {k: v for k, v in (("entry_store", entry_store), ("knowledge_store", knowledge_store)) if v}
     try:
-        fields: dict[str, Any] = {"mode": mode}
-        if clients:
-            fields["clients"] = clients
-        record = Project(slug=slug or slug_for(workspace), workspace=str(workspace), **fields)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        fail(InvalidInput(".".join(map(str, problem["loc"])), problem["msg"]), as_json=as_json)
+        record = build_project(workspace, slug, clients, mode=mode)
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
     config = workspace / ".memory" / "config.toml"
     try:
         if not config.exists():  # a bad URL or value stops here, before anything is written

@@ -6,16 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import ValidationError
 from rich.table import Table
 
-from memory_bridge import InvalidInput, MemctlError
+from memory_bridge import MemctlError
 
-from .._clients import ALL_CLIENTS
-from .._inventory import Inventory, Project
+from .._inventory import Inventory
 from .._output import console, emit_json, fail, json_option
-from .._provision import slug_for
 from .._registry import add_project, read_registry, registry_path, remove_project
+from ._project_options import build_project, project_options
 
 
 def _records(inventory: Inventory | None) -> list[dict[str, Any]]:
@@ -80,15 +78,7 @@ def list_projects(as_json: bool) -> None:
 
 @projects.command("add")
 @click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--slug", help="The project's name in memctl (default: from the directory name).")
-@click.option("--mode", type=click.Choice(["embedded", "stack"]), default="embedded", show_default=True)
-@click.option(
-    "--client",
-    "clients",
-    multiple=True,
-    type=click.Choice(sorted(ALL_CLIENTS)),
-    help="Client configuration to write (repeatable; default: all).",
-)
+@project_options
 @click.option("--bridge-port", type=click.IntRange(1024, 65535), help="HTTP port of the project's bridge.")
 @json_option
 def add(
@@ -107,14 +97,7 @@ def add(
     """
     workspace = directory.expanduser().absolute()
     try:
-        fields: dict[str, Any] = {"mode": mode, "bridge_port": bridge_port}
-        if clients:
-            fields["clients"] = clients
-        project = Project(slug=slug or slug_for(workspace), workspace=str(workspace), **fields)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        fail(InvalidInput(".".join(map(str, problem["loc"])), problem["msg"]), as_json=as_json)
-    try:
+        project = build_project(workspace, slug, clients, mode=mode, bridge_port=bridge_port)
         add_project(project)
     except MemctlError as exc:
         fail(exc, as_json=as_json)
