@@ -92,23 +92,42 @@ class FakeOpenAI:
     replies: list[str]
 
 
+_SHAPES = {
+    # path -> how the API wraps the reply text
+    "/v1/chat/completions": lambda text: {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]
+    },
+    "/v1/messages": lambda text: {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+    },
+}
+
+
 @contextmanager
 def openai_server(*replies: str) -> Iterator[FakeOpenAI]:
-    """An OpenAI-compatible /v1/chat/completions on loopback answering `replies` in turn."""
+    """A loopback LLM API answering `replies` in turn: OpenAI-compatible
+    /v1/chat/completions and Anthropic's /v1/messages (any other path gets 404)."""
     state = FakeOpenAI("", [], list(replies))
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            headers = {k.lower(): v for k, v in self.headers.items()}
             state.requests.append(
-                {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+                {
+                    "path": self.path,
+                    "auth": self.headers.get("Authorization"),
+                    "headers": headers,
+                    "body": body,
+                }
             )
             text = state.replies[min(len(state.requests) - 1, len(state.replies) - 1)]
-            payload = json.dumps(
-                {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
-            )
-            data = payload.encode()
-            self.send_response(200 if self.path == "/v1/chat/completions" else 404)
+            shape = _SHAPES.get(self.path)
+            data = json.dumps(shape(text) if shape else {"error": "not found"}).encode()
+            self.send_response(200 if shape else 404)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -62,6 +62,33 @@ def test_an_openai_compatible_server_at_a_base_url(project: Path, tmp_path: Path
     assert "Staging database is db2" in daily.text
 
 
+def test_the_anthropic_api_with_a_key_from_a_private_file(project: Path, tmp_path: Path) -> None:
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text((FIXTURES / "claude-session.jsonl").read_text())
+    key = tmp_path / "anthropic.key"
+    key.write_text("sk-ant-test-0123456789\n")
+    key.chmod(0o600)
+    with openai_server(atoms_reply(LORE)["text"]) as server:
+        env = capture_env(
+            tmp_path / "bin",
+            MEMCTL_CAPTURE_PROVIDER="anthropic",
+            MEMCTL_CAPTURE_BASE_URL=server.url.removesuffix("/v1"),
+            MEMCTL_CAPTURE_API_KEY_FILE=str(key),
+        )
+        run = memctl(project, env, "flush", "--transcript", str(transcript))
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["outcome"] == "distilled"
+    [request] = server.requests
+    assert request["path"] == "/v1/messages"
+    assert request["headers"]["x-api-key"] == "sk-ant-test-0123456789"
+    assert request["headers"]["anthropic-version"] == "2023-06-01"
+    assert '{"atoms": []}' in request["body"]["system"]
+    assert "httpOnly cookie" in request["body"]["messages"][0]["content"]
+    assert "sk-ant-test" not in run.stdout + run.stderr
+    [daily] = documents(project, "daily")
+    assert "Staging database is db2" in daily.text
+
+
 def test_a_flush_while_the_store_is_busy_is_queued_and_lands_later(project: Path, tmp_path: Path) -> None:
     claude = install_fake(tmp_path / "bin", "claude")
     claude.script(atoms_reply(DECISION))
