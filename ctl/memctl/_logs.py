@@ -7,6 +7,7 @@ project (`memctl up`, `upgrade`, ... keep them in the state directory's `runs/`)
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -33,11 +34,13 @@ def _tail(path: Path, lines: int) -> list[str]:
 
 
 def newest_run_log(slug: str) -> Path | None:
-    """The newest run log that mentions the project's slug (among the last few runs)."""
+    """The newest run log in which the project is a host (among the last few runs)."""
     runs = state_dir() / "runs"
     logs = sorted(runs.glob("*.log"), key=lambda p: p.stat().st_mtime, reverse=True) if runs.is_dir() else []
+    # Ansible names a host as `ok: [slug]` in task results and `slug : ok=` in the recap.
+    host = re.compile(rf"\[{re.escape(slug)}\]|^{re.escape(slug)}\s+:", re.MULTILINE)
     for log in logs[:_RUN_LOGS_SCANNED]:
-        if slug in log.read_text(encoding="utf-8", errors="replace"):
+        if host.search(log.read_text(encoding="utf-8", errors="replace")):
             return log
     return None
 
@@ -64,9 +67,8 @@ def gather(project: Project, sources: tuple[str, ...], lines: int) -> list[dict[
     return found
 
 
-def _follow_file(path: Path) -> Iterator[str]:
-    """Lines appended to the file from now on (it may not exist yet)."""
-    position = path.stat().st_size if path.exists() else 0
+def _follow_file(path: Path, position: int) -> Iterator[str]:
+    """Lines appended to the file after `position` (it may not exist yet)."""
     while True:
         if path.exists() and path.stat().st_size < position:  # the capture log was trimmed
             position = 0
@@ -81,12 +83,14 @@ def _follow_file(path: Path) -> Iterator[str]:
 
 
 def follow(project: Project, with_bridge: bool) -> Iterator[tuple[str, str]]:
-    """(source, redacted line) as they are written: the bridge container's, else the capture log's."""
+    """(source, redacted line) as they are written from now on: the bridge container's, else
+    the capture log's. Where the capture log ends is taken now, not at the first read."""
     if with_bridge:
-        lines: Iterator[str] = follow_logs(bridge_name(project.slug))
-        source = "bridge"
-    else:
-        lines = _follow_file(CaptureDirs(Path(project.workspace)).log)
-        source = "capture"
+        return _redacted("bridge", follow_logs(bridge_name(project.slug)))
+    log = CaptureDirs(Path(project.workspace)).log
+    return _redacted("capture", _follow_file(log, log.stat().st_size if log.exists() else 0))
+
+
+def _redacted(source: str, lines: Iterator[str]) -> Iterator[tuple[str, str]]:
     for line in lines:
         yield source, redact(line)

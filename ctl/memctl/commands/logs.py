@@ -71,6 +71,8 @@ def logs(project: Path | None, sources: tuple[str, ...], lines: int, follow_: bo
         else:
             console.print(message)
         raise SystemExit(3)
+    with_bridge = any(s["source"] == "bridge" and not s.get("error") for s in found)
+    follower = follow(chosen, with_bridge) if follow_ else None
     if as_json and not follow_:
         payload = {"ok": True, "project": str(directory), "slug": chosen.slug, "lines": lines}
         emit_json({**payload, "sources": found})
@@ -85,10 +87,9 @@ def logs(project: Path | None, sources: tuple[str, ...], lines: int, follow_: bo
             console.print(f"[yellow]{source['error']}[/]")
         for line in source["lines"]:
             console.print(line, markup=False, highlight=False)
-    if follow_:
-        with_bridge = any(s["source"] == "bridge" and not s.get("error") for s in found)
+    if follower is not None:
         try:
-            for name, line in follow(chosen, with_bridge and "bridge" in (sources or SOURCES)):
+            for name, line in follower:
                 if as_json:
                     click.echo(json.dumps({"source": name, "line": line}))
                 else:
