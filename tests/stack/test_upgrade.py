@@ -20,12 +20,12 @@ import pytest
 import valkey
 import yaml
 
-from .conftest import BRIDGE_IMAGE, DIFY_PINNED, SLUGS, VALKEY, VALKEY_IMAGE, Stack
+from .conftest import BRIDGE_IMAGE, DIFY_PINNED, RUN, SLUGS, VALKEY, VALKEY_IMAGE, Stack
 
 pytestmark = [pytest.mark.docker]
 
-NEXT_VALKEY = f"{VALKEY_IMAGE}-next"
-NEXT_BRIDGE = f"{BRIDGE_IMAGE}-next"
+NEXT_VALKEY = f"{VALKEY_IMAGE}-next-{RUN}"
+NEXT_BRIDGE = f"{BRIDGE_IMAGE}-next-{RUN}"
 BRIDGES = [f"memctl-bridge-{slug}" for slug in SLUGS]
 
 
