@@ -205,7 +205,8 @@ def test_logs_show_the_bridge_container_without_its_token(upgrades: Upgrades, st
     sources = {source["source"]: source for source in run.payload["sources"]}
     bridge = sources["bridge"]
     assert bridge["name"] == f"memctl-bridge-{slug}"
-    assert any("/health" in line or "Uvicorn" in line or "Started" in line for line in bridge["lines"])
+    # The bridge's start-up line, from the container that the upgrade started.
+    assert any("memctl bridge: project" in line and "auth on" in line for line in bridge["lines"])
     assert stack.token(slug) not in run.output
     runs = sources["runs"]
     assert Path(runs["path"]).name.endswith("-upgrade.log")
