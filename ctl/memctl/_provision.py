@@ -13,7 +13,7 @@ from typing import Any
 from ._inventory import Inventory, Project, load_inventory, one_project_inventory
 from ._playbook import Event, PlaybookRun, run_playbook
 
-__all__ = ["memctl_command", "project_for", "provision", "slug_for", "summarise"]
+__all__ = ["container_changes", "memctl_command", "project_for", "provision", "slug_for", "summarise"]
 
 
 def memctl_command() -> str:
@@ -79,3 +79,13 @@ def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
                     record[key] = report[key]
         projects.append(record)
     return projects
+
+
+def container_changes(run: PlaybookRun) -> list[dict[str, str]]:
+    """The containers a run created, replaced, started or removed, in the order it did so."""
+    changes = []
+    for result in run.results:
+        report = result.get("report") or {}
+        if result["status"] == "ok" and report.get("name") and report.get("action", "none") != "none":
+            changes.append({"host": result["host"], "container": report["name"], "action": report["action"]})
+    return changes

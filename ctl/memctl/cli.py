@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "down": "memctl.commands.down:down",
     "flush": "memctl.commands.capture:flush",
     "hook": "memctl.commands.capture:hook",
+    "logs": "memctl.commands.logs:logs",
     "init": "memctl.commands.init:init",
     "migrate": "memctl.commands.migrate:migrate_command",
     "migrate-store": "memctl.commands.migrate_store:migrate_store",
@@ -31,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "status": "memctl.commands.status:status",
     "token": "memctl.commands.token:token",
     "up": "memctl.commands.up:up",
+    "upgrade": "memctl.commands.upgrade:upgrade",
 }
 """Each command's name and where it lives (`module:attribute`)."""
 

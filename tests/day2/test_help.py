@@ -7,7 +7,10 @@ import pytest
 from .conftest import memctl
 
 
-@pytest.mark.parametrize("command", [["backup"], ["restore"], ["migrate"], ["audit"], ["token", "rotate"]])
+@pytest.mark.parametrize(
+    "command",
+    [["backup"], ["restore"], ["migrate"], ["audit"], ["token", "rotate"], ["upgrade"], ["status"], ["logs"]],
+)
 def test_help_has_an_example(command: list[str]) -> None:
     result = memctl(*command, "--help")
     assert result.code == 0

@@ -1,4 +1,4 @@
-"""What `memctl up` and `memctl down` share: choosing projects, running, reporting."""
+"""What the playbook commands (up, down, upgrade, migrate) share: choosing projects, running, reporting."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from memory_bridge import MemctlError, NotFound
 from .._inventory import Inventory, Project, load_inventory
 from .._output import console, emit_json, fail
 from .._playbook import Event
-from .._provision import provision, summarise
+from .._provision import container_changes, project_for, provision, summarise
 from .._registry import read_registry, registry_path
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -58,6 +58,15 @@ def chosen_inventory(project: Path | None, inventory: Path | None, every: bool) 
         if read_registry(inventory) is None:
             raise NotFound(f"no projects in {inventory}; add one with: memctl projects add DIR")
     return load_inventory(inventory) if inventory is not None else None
+
+
+def registered_project(directory: Path) -> Project:
+    """The registry's record of this directory (its mode, clients, port), else an embedded project."""
+    registry = read_registry(registry_path()) if registry_path().exists() else None
+    for _, project in registry.projects if registry is not None else []:
+        if Path(project.workspace).expanduser().absolute() == directory:
+            return project
+    return project_for(directory)
 
 
 class Progress:
@@ -122,6 +131,7 @@ def run_and_report(
         "inventory": str(target.path) if isinstance(target, Inventory) else None,
         "changed": run.changed(),
         "projects": projects,
+        "containers": container_changes(run),
         "log": str(run.log),
     }
     if as_json:
@@ -154,4 +164,7 @@ def _print(title: str, result: dict[str, Any]) -> None:
             console.print(f"  [yellow]warning:[/] {warning}")
         for diff in record.get("diffs", []):
             console.print(diff["diff"], markup=False, highlight=False)
+    for change in result["containers"]:
+        action, name = change["action"], change["container"]
+        console.print(f"  [green]{action:>18}[/] container {name} ({change['host']})")
     console.print(f"changed={result['changed']}  [dim](log: {result['log']})[/]")

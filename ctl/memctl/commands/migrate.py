@@ -13,9 +13,11 @@ from rich.table import Table
 from memory_bridge import MemctlError, load_settings
 from memory_bridge.core._migrate import Step, migrate, plan
 
+from .._inventory import Inventory
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
 from .._progress import progress_bars
+from ._runs import chosen_inventory, run_and_report
 
 
 async def _run(project: Path | None, dry_run: bool, show_progress: bool) -> tuple[list[Step], list[Step]]:
@@ -37,9 +39,17 @@ def _table(title: str, steps: list[Step]) -> Table:
 
 @click.command("migrate")
 @project_option
+@click.option(
+    "--inventory",
+    type=click.Path(path_type=Path),
+    help="Every project of this inventory instead, through Ansible (playbooks/migrate.yml).",
+)
+@click.option("--all", "every", is_flag=True, help="Every project registered with `memctl projects add`.")
 @click.option("--dry-run", is_flag=True, help="Only list the pending steps; change nothing.")
 @json_option
-def migrate_command(project: Path | None, dry_run: bool, as_json: bool) -> None:
+def migrate_command(
+    project: Path | None, inventory: Path | None, every: bool, dry_run: bool, as_json: bool
+) -> None:
     """Apply pending migrations to the project's stores, in order, and record them.
 
     Steps: the embedded stores' schema versions, memory-mcp entries in Valkey that
@@ -49,15 +59,28 @@ def migrate_command(project: Path | None, dry_run: bool, as_json: bool) -> None:
     next one and a second run changes nothing. Applied steps are appended to
     .memory/migrations.jsonl. --json prints `applied` and `pending` (and `changed`).
 
+    With --inventory or --all, the migrate playbook runs this in every project's
+    workspace, on its machine (--dry-run becomes Ansible's check mode), and prints the
+    per-project summary of `memctl up`: `changed` counts the projects' migrated stores.
+
     \b
     Exit codes: 0 nothing left pending, 1 a step is still pending after the run,
+    2 bad inventory or settings, 4 a project's migration failed (--inventory, --all),
     5 a store is unreachable.
 
     \b
     Example:
       memctl migrate --dry-run
       memctl migrate --project ~/src/app --json
+      memctl migrate --all --dry-run
     """
+    try:
+        target: Inventory | None = chosen_inventory(project, inventory, every)
+    except MemctlError as exc:
+        fail(exc, as_json=as_json)
+    if target is not None:
+        run_and_report("memctl migrate", "migrate", target, check=dry_run, show_diff=False, as_json=as_json)
+        return
     try:
         applied, pending = anyio.run(_run, project, dry_run, not as_json)
     except MemctlError as exc:

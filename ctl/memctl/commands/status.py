@@ -1,7 +1,8 @@
-"""`memctl status`: the health of one project's memory, store by store."""
+"""`memctl status`: every component of a project's memory, or of every project of an inventory."""
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,14 @@ from memory_bridge import MemctlError, StoreError, load_settings
 from memory_bridge.stores._url import open_entry_store, open_knowledge_store
 from memory_bridge.stores.dify._outbox import DurableKnowledgeStore
 
+from .._containers import bridge_container
+from .._inventory import Inventory, Project
 from .._output import console, emit_json, fail, json_option
+from .._stores import embedded_states
+from ..capture._compile import load_state
+from ..capture._outbox import queued
+from ..capture._paths import CaptureDirs
+from ._runs import chosen_inventory, registered_project
 
 
 async def _probe(name: str, url: str, ping: Any, count: Any) -> dict[str, Any]:
@@ -26,6 +34,7 @@ async def _probe(name: str, url: str, ping: Any, count: Any) -> dict[str, Any]:
 
 
 async def collect(project: Path | None) -> dict[str, Any]:
+    """One project's stores, outboxes, capture, schema versions (what needs no Docker)."""
     settings = load_settings(project=project)
     entries = open_entry_store(settings)
     knowledge = open_knowledge_store(settings)
@@ -41,12 +50,25 @@ async def collect(project: Path | None) -> dict[str, Any]:
                 await _probe("knowledge", knowledge.url, knowledge.ping, knowledge.count),
             ],
         }
+        dirs = CaptureDirs(settings.project)
+        pending, failed = queued(dirs)
+        state = load_state(dirs)
         report["capture"] = {
             "provider": settings.capture_provider,
             "skipped": settings.capture_provider == "none",
+            "outbox": {"pending": pending, "failed": failed},
+            "last_compile": state.get("last_run"),
+            "last_compile_attempted": state.get("last_attempted_date"),
         }
         if isinstance(knowledge, DurableKnowledgeStore):
             report["outbox"] = dict(await knowledge.outbox.status())
+        report["versions"] = {
+            "memctl": version("memctl"),
+            "schemas": {
+                state.kind: {"version": state.version, "latest": state.latest}
+                for state in embedded_states(settings)
+            },
+        }
         report["ok"] = all(s["healthy"] for s in report["stores"]) and not report.get("outbox", {}).get(
             "failed"
         )
@@ -56,52 +78,126 @@ async def collect(project: Path | None) -> dict[str, Any]:
         await knowledge.close()
 
 
+def project_status(project: Project) -> dict[str, Any]:
+    """A project on this machine: `collect`, plus its bridge container in stack mode."""
+    report: dict[str, Any] = {"slug": project.slug, "mode": project.mode}
+    report.update(anyio.run(collect, Path(project.workspace).expanduser()))
+    if project.mode == "stack":
+        bridge = bridge_container(project.slug)
+        report["versions"].update(bridge.pop("versions", {}))
+        report["bridge"] = bridge
+        report["ok"] = report["ok"] and bridge["health"] == "healthy"
+    return report
+
+
+def inventory_status(inventory: Inventory) -> dict[str, Any]:
+    """Every project of the inventory; those on other machines are listed, not probed."""
+    projects = []
+    for machine, project in inventory.projects:
+        if not machine.local:
+            note = f"on {machine.name}: run memctl status there"
+            where = {"slug": project.slug, "machine": machine.name, "mode": project.mode}
+            projects.append({**where, "note": note})
+            continue
+        try:
+            report = project_status(project)
+        except MemctlError as exc:
+            report = {"slug": project.slug, "mode": project.mode, "ok": False, "error": str(exc)}
+        projects.append({"machine": machine.name, **report})
+    checked = [p["ok"] for p in projects if "ok" in p]
+    return {"ok": all(checked), "inventory": str(inventory.path), "projects": projects}
+
+
+def _health(ok: bool, error: str | None = None) -> str:
+    return "[green]ok[/]" if ok else f"[red]{error or 'failing'}[/]"
+
+
+def _print_project(report: dict[str, Any]) -> None:
+    title = f"{report.get('slug') or report['project']}"
+    if "note" in report or "error" in report:
+        console.print(f"[bold]{title}[/]: " + (report.get("note") or f"[red]{report['error']}[/]"))
+        return
+    table = Table(title=f"{title} ({report['mode']}, scope {report['scope']})", title_justify="left")
+    for column in ("component", "health", "detail"):
+        table.add_column(column, overflow="fold")
+    for store in report["stores"]:
+        detail = f"{store.get('documents', '-')} documents, {store['url']}"
+        table.add_row(f"{store['store']} store", _health(store["healthy"], store.get("error")), detail)
+    if "outbox" in report:
+        box = report["outbox"]
+        detail = f"{box['pending']} pending, {box['failed']} failed" + (
+            f" (last error: {box['last_error']})" if box["last_error"] else ""
+        )
+        table.add_row("writes waiting for Dify", _health(not box["failed"]), detail)
+    capture = report["capture"]
+    box = capture["outbox"]
+    table.add_row(
+        "capture",
+        "skipped" if capture["skipped"] else capture["provider"],
+        "no capture provider configured (set capture_provider)"
+        if capture["skipped"]
+        else f"{box['pending']} documents waiting, {box['failed']} failed",
+    )
+    table.add_row("last compile", "", str(capture["last_compile"] or "never"))
+    if "bridge" in report:
+        bridge = report["bridge"]
+        running = f"{bridge.get('image')} ({bridge.get('image_id')}), since {bridge.get('started_at')}"
+        detail = bridge.get("error") or running
+        health = "[green]healthy[/]" if bridge["health"] == "healthy" else f"[red]{bridge['health']}[/]"
+        table.add_row(f"bridge {bridge['container']}", health, detail)
+    versions = report["versions"]
+    schemas = ", ".join(
+        f"{kind} {s['version'] if s['version'] is not None else 'not created'}/{s['latest']}"
+        for kind, s in versions["schemas"].items()
+    )
+    stack = ", ".join(f"{k} {versions[k]}" for k in ("bridge", "valkey", "dify") if versions.get(k))
+    text = f"memctl {versions['memctl']}; schema {schemas or '-'}" + (f"; {stack}" if stack else "")
+    table.add_row("versions", "", text)
+    table.add_row("embedding model", "", str(report["embedding_model"]))
+    console.print(table)
+
+
 @click.command()
 @click.option(
     "--project",
     type=click.Path(file_okay=False, path_type=Path),
     help="Project directory (default: current).",
 )
+@click.option("--inventory", type=click.Path(path_type=Path), help="Every project of this inventory instead.")
+@click.option("--all", "every", is_flag=True, help="Every project registered with `memctl projects add`.")
 @json_option
-def status(project: Path | None, as_json: bool) -> None:
-    """Show a project's memory: each store's health and size, writes waiting for Dify, and
-    whether session capture runs (it is skipped while no capture provider is configured).
+def status(project: Path | None, inventory: Path | None, every: bool, as_json: bool) -> None:
+    """Show every component of a project's memory, or of every project of an inventory.
 
-    Exit code 0 when every store answers and no queued write has failed, 5 otherwise.
+    For each project: each store's health and size, writes waiting for Dify, the
+    capture pipeline (provider, documents waiting for the store, last compile), the
+    versions (memctl, the embedded stores' schema versions) and, for a stack project,
+    its bridge container's health and the bridge image, Valkey image and Dify release it
+    runs with (from Docker). Projects of an inventory that live on other machines are
+    listed, not probed. Nothing is changed.
+
+    Exit code 0 when every store answers, no queued write has failed and every bridge
+    container is healthy; 5 otherwise.
 
     \b
     Example:
       memctl status
       memctl status --project ~/src/app --json
+      memctl status --all
     """
     try:
-        report = anyio.run(collect, project)
+        target = chosen_inventory(project, inventory, every)
+        if target is None:
+            directory = (project or Path.cwd()).expanduser().absolute()
+            report = project_status(registered_project(directory))
+        else:
+            report = inventory_status(target)
     except MemctlError as exc:
         fail(exc, as_json=as_json)
     if as_json:
         emit_json(report)
     else:
-        table = Table(
-            title=f"memctl status: {report['project']} (scope {report['scope']})", title_justify="left"
-        )
-        for column in ("store", "url", "health", "documents"):
-            table.add_column(column)
-        for store in report["stores"]:
-            health = "[green]ok[/]" if store["healthy"] else f"[red]{store['error']}[/]"
-            table.add_row(store["store"], store["url"], health, str(store.get("documents", "-")))
-        console.print(table)
-        console.print(f"embedding model: {report['embedding_model']}")
-        capture = report["capture"]
-        console.print(
-            "capture: skipped, no capture provider configured (set capture_provider)"
-            if capture["skipped"]
-            else f"capture: {capture['provider']} (memctl capture status for details)"
-        )
-        if "outbox" in report:
-            box = report["outbox"]
-            console.print(
-                f"writes waiting for Dify: {box['pending']} pending, {box['failed']} failed"
-                + (f" (last error: {box['last_error']})" if box["last_error"] else "")
-            )
+        for record in report.get("projects", [report]):
+            _print_project(record)
     if not report["ok"]:
         raise SystemExit(5)

@@ -18,7 +18,8 @@ description:
     published ports, networks and user, through the Docker CLI.
   - The spec (and the ID of the image it runs) is stored in labels on the container. A container
     whose spec and image match is left alone (started if it was stopped); one that differs is
-    removed and created again. A re-run therefore reports C(changed=false).
+    stopped (so its server shuts down cleanly), removed and created again. A re-run therefore
+    reports C(changed=false).
   - Check mode reports what would happen and changes nothing; diff shows the old and new spec.
     Do not put secrets in I(env); mount a file that holds them instead.
 options:
@@ -68,6 +69,12 @@ options:
   healthcheck:
     description: Health command run with C(sh -c) inside the container (default the image's).
     type: str
+  labels:
+    description:
+      - Labels on the container (e.g. the versions it runs with, for C(memctl status)). They are
+        part of the spec, so a changed label recreates the container.
+    type: dict
+    default: {}
   wait:
     description: Seconds to wait for the container to be healthy (or running, without a health check).
     type: int
@@ -92,6 +99,10 @@ container_id:
   description: ID of the container (empty in check mode when it would be created).
   returned: always
   type: str
+name:
+  description: Name of the container.
+  returned: always
+  type: str
 action:
   description: What was done (or would be done in check mode).
   returned: always
@@ -101,6 +112,7 @@ action:
 
 
 SPEC_LABEL = "io.memctl.spec"
+_STOP_SECONDS = 30
 _SPEC_KEYS = ("image", "command", "env", "mounts", "published", "networks", "user", "restart", "healthcheck")
 
 
@@ -108,6 +120,8 @@ def create_args(spec: dict[str, Any], name: str, fp: str) -> list[str]:
     """The `docker run` arguments for a spec."""
     args = ["run", "--detach", "--name", name, "--restart", spec["restart"]]
     args += ["--label", f"{HASH_LABEL}={fp}", "--label", f"{SPEC_LABEL}={json.dumps(spec, sort_keys=True)}"]
+    for key, value in sorted(spec.get("labels", {}).items()):
+        args += ["--label", f"{key}={value}"]
     for key, value in sorted(spec["env"].items()):
         args += ["--env", f"{key}={value}"]
     for mount in spec["mounts"]:
@@ -160,6 +174,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         action = "removed" if existing else "none"
         return {
             "changed": bool(existing),
+            "name": name,
             "action": action,
             "container_id": "",
             "diff": {"before": before, "after": {}},
@@ -167,6 +182,8 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     if not params["image"]:
         module.fail_json(msg="image is required when state is started")
     spec = {key: params[key] for key in _SPEC_KEYS}
+    if params["labels"]:  # absent when empty, so containers made before labels existed keep their hash
+        spec["labels"] = {str(k): str(v) for k, v in params["labels"].items()}
     image = docker.inspect("image", params["image"])
     if image is None and not module.check_mode:
         module.fail_json(msg=f"image {params['image']} is not on this machine: build or pull it first")
@@ -178,12 +195,15 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         action = "recreated" if existing else "created"
     result: dict[str, Any] = {
         "changed": action != "none",
+        "name": name,
         "action": action,
         "diff": {"before": before, "after": spec},
     }
     if not module.check_mode:
         if action in ("recreated", "created"):
             if existing:
+                # Stopped first, so the server shuts down cleanly (Valkey syncs its AOF).
+                docker.run("stop", "--time", str(_STOP_SECONDS), name, check=False)
                 docker.run("rm", "--force", name)
             docker.run(*create_args(spec, name, fp))
             for network in spec["networks"][1:]:
@@ -211,6 +231,7 @@ def main() -> None:
             "user": {"type": "str"},
             "restart": {"type": "str", "default": "unless-stopped"},
             "healthcheck": {"type": "str"},
+            "labels": {"type": "dict", "default": {}},
             "wait": {"type": "int", "default": 0},
         },
         supports_check_mode=True,
