@@ -6,8 +6,9 @@ MatMul, so it runs float kernels. Here onnxruntime folds those constants once an
 packaged scales) and activations quantised at run time: about 2x less CPU per text.
 The result is cached under a name derived from the source file's sha256, the
 onnxruntime version and the recipe, written atomically with a digest beside it; a file
-that does not match its digest is rebuilt. Where the cache cannot be written, the
-model is built in a temporary directory on every load.
+that does not match its digest is rebuilt, and building removes the models other
+versions left. Where the cache cannot be written, the model is built in a temporary
+directory on every load.
 """
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ def int8_model(source: Path, cache_dir: Path) -> bytes:
         data = _quantize(source, Path(work))
     try:
         _store(cache_dir, model, data)
+        for stale in cache_dir.glob("minilm-int8-*"):  # other versions' models (about 60 MB each)
+            if stale.stem != model.stem:
+                stale.unlink(missing_ok=True)
     except OSError as exc:
         _log.warning(
             "cannot cache the int8 embedding model in %s (%s); it is rebuilt on every load", cache_dir, exc

@@ -37,11 +37,14 @@ def test_a_damaged_cached_model_is_rebuilt(built: tuple[Path, bytes], tmp_path: 
     cache, model = built
     shutil.copytree(cache, tmp_path, dirs_exist_ok=True)
     cached = next(tmp_path.glob("*.onnx"))
-    with cached.open("r+b") as file:  # a flipped run of bytes inside the weights
+    with cached.open("r+b") as file:  # a run of zeroed bytes inside the weights
         file.seek(len(model) // 2)
         file.write(bytes(64))
+    older = tmp_path / "minilm-int8-0123456789abcdef.onnx"  # left by another onnxruntime version
+    older.write_bytes(b"old")
     assert int8_model(_model_path(), tmp_path) == model
     assert cached.read_bytes() == model
+    assert not older.exists()
 
 
 def test_an_unwritable_cache_still_gives_the_model(built: tuple[Path, bytes], tmp_path: Path) -> None:
