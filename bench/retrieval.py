@@ -40,7 +40,7 @@ import anyio
 
 from _env import git_commit
 from memory_bridge.search._embed import Embedder, LazyEmbedder
-from memory_bridge.search._onnx import MINILM_DIMENSION, MINILM_NAME, load_minilm
+from memory_bridge.search._onnx import MINILM_FLOAT_NAME, MINILM_NAME, lazy_minilm, load_minilm
 from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter, SearchMode, SearchPage
 from memory_bridge.stores.sqlite._knowledge import SqliteKnowledgeStore
 
@@ -71,7 +71,8 @@ TARGET_P95_MS = 50.0
 TARGET_INGEST_DOCS_S = 150.0
 COMPARE_DOCS = 400  # distinct pool paragraphs written both ways in the ingest comparison
 INGEST_BASELINE = "one at a time, each embedded before the next (baseline)"
-INGEST_METHODS = (INGEST_BASELINE, "stream of upserts, vectors catch up in the background")
+INGEST_STREAM = "stream of upserts, vectors catch up in the background"
+KERNELS = {"int8": MINILM_NAME, "float": MINILM_FLOAT_NAME}  # --kernels: the model's MatMul kernels
 ATOM_TYPES = ("decision", "bug-root-cause", "feedback-rule", "project-lore", "reference", "pattern-gotcha")
 
 assert set(METHODS) == set(get_args(SearchMode)), "a search mode is missing from METHODS"
@@ -331,6 +332,7 @@ class IngestTiming:
     commit_seconds: float = 0.0
     docs_per_s: float | None = None
     commit_docs_per_s: float | None = None
+    cpu_seconds: float | None = None  # the benchmark process's CPU time (compare_ingest only)
 
     def add(self, docs: int, seconds: float, commit_seconds: float) -> None:
         self.docs += docs
@@ -457,26 +459,54 @@ async def quality_run(
     return atom_timing, scores
 
 
-async def compare_ingest(texts: Sequence[str], model: Embedder | LazyEmbedder) -> dict[str, IngestTiming]:
-    """The same distinct texts into two fresh stores with the real model (no cache): one
-    document at a time, each embedded before the next (the baseline), and as a stream of
-    writes whose vectors catch up in background batches."""
+async def compare_ingest(
+    texts: Sequence[str], model: Embedder | LazyEmbedder, other: Embedder | LazyEmbedder
+) -> dict[str, IngestTiming]:
+    """The same distinct texts into fresh stores with the real model (no cache): one
+    document at a time, each embedded before the next (the baseline), as a stream of
+    writes whose vectors catch up in background batches, and that stream again with the
+    model's other MatMul kernels (`other`)."""
     rng = random.Random(SEED + 2)
     writes = [(FILLER_SLOT, filler_name(i), text, filler_metadata(rng)) for i, text in enumerate(texts)]
+    runs = [
+        (INGEST_BASELINE, model),
+        (INGEST_STREAM, model),
+        (f"{INGEST_STREAM}, {kernels_of(other)}", other),
+    ]
     timings: dict[str, IngestTiming] = {}
-    for label in INGEST_METHODS:
+    for label, embedder in runs:
         with tempfile.TemporaryDirectory(prefix="memctl-retrieval-") as directory:
-            store = open_store(Path(directory), model)
+            store = open_store(Path(directory), embedder)
             try:
                 progress(f"ingest: {len(writes)} documents, {label}")
+                cpu = time.process_time()
                 if label == INGEST_BASELINE:
                     timings[label] = await ingest_one_by_one(store, writes)
                 else:
                     timings[label] = IngestTiming()
                     await ingest(store, writes, timings[label])
+                timings[label].cpu_seconds = time.process_time() - cpu
             finally:
                 await store.close()
     return timings
+
+
+def kernels_of(model: Embedder | LazyEmbedder) -> str:
+    """`int8 kernels` or `float kernels`, from the model's recorded name."""
+    return next(f"{k} kernels" for k, name in KERNELS.items() if name == model.name)
+
+
+def load_models(kernels: str, cache: Path) -> tuple[LazyEmbedder, LazyEmbedder, dict[str, float]]:
+    """The measured model (`kernels`), the other one, and the int8 model's first-use cost:
+    building it into an empty cache, then loading it from that cache (seconds)."""
+    start = time.perf_counter()
+    load_minilm(1, int8_cache=cache)
+    built = time.perf_counter()
+    load_minilm(1, int8_cache=cache)
+    first_use = {"int8_build_s": built - start, "int8_cached_load_s": time.perf_counter() - built}
+    models = {"int8": lazy_minilm(EMBED_THREADS, int8_cache=cache), "float": lazy_minilm(EMBED_THREADS)}
+    other = next(k for k in KERNELS if k != kernels)
+    return models[kernels], models[other], first_use
 
 
 async def warm_up(store: SqliteKnowledgeStore, query: str) -> float:
@@ -643,14 +673,38 @@ def quality_report(atoms: int, queries: int, ingest: IngestTiming, scores: dict[
 def ingest_report(timings: dict[str, IngestTiming]) -> str:
     """The ingest comparison: the same distinct texts written both ways."""
     docs = next(iter(timings.values())).docs
-    rows = [[label, rate(t), commit_rate(t), f"{t.seconds:.2f}"] for label, t in timings.items()]
+    rows = [
+        [label, rate(t), commit_rate(t), f"{t.seconds:.2f}", f"{1000 * (t.cpu_seconds or 0) / t.docs:.1f}"]
+        for label, t in timings.items()
+    ]
     return "\n".join(
         [
             f"## Ingest ({docs} distinct filler documents, the model on every one, no cache)",
             "",
-            table(["method", "searchable docs/s", "upsert calls docs/s", "seconds"], rows),
+            table(["method", "searchable docs/s", "upsert calls docs/s", "seconds", "cpu ms/doc"], rows),
             "",
-            "searchable = from the first upsert until every passage has its vector.",
+            "searchable = from the first upsert until every passage has its vector. cpu ms/doc = the",
+            "process's CPU time (model, store, event loop) per document: two idle cores allow about",
+            "2000 / cpu ms/doc documents/s, whatever else is running.",
+        ]
+    )
+
+
+def first_use_report(first_use: dict[str, float], name: str) -> str:
+    """The int8 model's one-off cost, and which model the run measures."""
+    return "\n".join(
+        [
+            f"## Model: {name}",
+            "",
+            table(
+                ["int8 model", "seconds"],
+                [
+                    ["first use: build into an empty cache (then load)", f"{first_use['int8_build_s']:.2f}"],
+                    ["later loads: from the cache", f"{first_use['int8_cached_load_s']:.2f}"],
+                ],
+            ),
+            "",
+            f"Load average (1, 5, 15 min) now: {', '.join(f'{v:.2f}' for v in os.getloadavg())}.",
         ]
     )
 
@@ -796,14 +850,15 @@ def targets_report(checks: Sequence[Target], sizes: Sequence[int]) -> str:
 # --- main ---------------------------------------------------------------------------------------
 
 
-def environment() -> dict[str, Any]:
-    """Python, platform, cores and the commit the run measured."""
+def environment(kernels: str) -> dict[str, Any]:
+    """Python, platform, cores, load and the commit the run measured."""
     commit = git_commit(REPO)
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
-        "embedding_model": MINILM_NAME,
+        "load_average_1_5_15": os.getloadavg(),
+        "embedding_model": KERNELS[kernels],
         "embed_threads": EMBED_THREADS,
         "commit": commit,
     }
@@ -830,6 +885,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help=f"sizes {','.join(map(str, QUICK_SIZES))} only")
     parser.add_argument("--json", type=Path, default=None, help="also write every number to this file")
+    parser.add_argument(
+        "--kernels", choices=tuple(KERNELS), default="int8", help="the model's MatMul kernels (default int8)"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes = QUICK_SIZES
@@ -856,15 +914,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     queries = load_queries(args.queries, atoms)
     if args.sizes[0] < len(atoms):
         raise BenchError(f"size {args.sizes[0]} is smaller than the {len(atoms)} atoms")
-    model = LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(EMBED_THREADS))
-    embedder = CachingEmbedder(model)
-    progress("loading the model")
-    embedder.embed_query("warm up")  # model load, outside every timing
-    ingest, scores = await quality_run(atoms, queries, embedder)
-    print(quality_report(len(atoms), len(queries), ingest, scores), end="\n\n", flush=True)
-    pool = paragraph_pool(POOL_SIZE, SEED)
-    compared = await compare_ingest(paragraph_pool(COMPARE_DOCS, SEED + 3), model)
-    print(ingest_report(compared), end="\n\n", flush=True)
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="memctl-model-cache-") as cache:
+        progress("loading the models (int8: built into an empty cache, then loaded from it)")
+        model, other, first_use = load_models(args.kernels, Path(cache))
+        embedder = CachingEmbedder(model)
+        embedder.embed_query("warm up")  # model load, outside every timing
+        other.embed_query("warm up")
+        print(first_use_report(first_use, model.name), end="\n\n", flush=True)
+        ingest, scores = await quality_run(atoms, queries, embedder)
+        print(quality_report(len(atoms), len(queries), ingest, scores), end="\n\n", flush=True)
+        pool = paragraph_pool(POOL_SIZE, SEED)
+        compared = await compare_ingest(paragraph_pool(COMPARE_DOCS, SEED + 3), model, other)
+        print(ingest_report(compared), end="\n\n", flush=True)
     results = [await size_run(n, atoms, queries, pool, embedder) for n in args.sizes]
     print(scale_report(results, embedder), end="\n\n")
     checks = targets(scores, ingest, results)
@@ -888,7 +950,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "atoms": str(args.atoms),
             "queries": str(args.queries),
         },
-        "environment": environment(),
+        "first_use": first_use,
+        "environment": {**environment(args.kernels), "load_average_at_start": load_before},
         "elapsed_s": time.perf_counter() - started,
     }
 

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +16,8 @@ from pathlib import Path
 import httpx
 from mcp import StdioServerParameters
 
+MODEL_CACHE = Path(tempfile.gettempdir()) / "memctl-test-model-cache"  # the int8 model, built once
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -23,8 +26,10 @@ def free_port() -> int:
 
 
 def bridge_env(**extra: str) -> dict[str, str]:
-    """The environment for a bridge process: ours, minus any MEMCTL_* leaking in."""
+    """The environment for a bridge process: ours, minus any MEMCTL_* leaking in, with
+    the tests' model cache (not the user's)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
+    env["MEMCTL_MODEL_CACHE_DIR"] = str(MODEL_CACHE)
     env.update(extra)
     return env
 

@@ -83,9 +83,16 @@ class Settings(BaseSettings):
         default_factory=lambda: ["daily", "knowledge", "plans", "investigations", "self_improvement"],
         description="Knowledge slots created on first use.",
     )
-    embedding_model: Literal["minilm", "none"] = Field(
+    embedding_model: Literal["minilm", "minilm-float", "none"] = Field(
         "minilm",
-        description="Dense retrieval: `minilm` (all-MiniLM-L6-v2, bundled, CPU) or `none` (keywords only).",
+        description="Dense retrieval: `minilm` (all-MiniLM-L6-v2, bundled, CPU, int8 kernels: the converted "
+        "model is built on first use and cached), `minilm-float` (the same model on float32 kernels, half as "
+        "fast, no conversion) or `none` (keywords only). Changing it re-embeds stored knowledge.",
+    )
+    model_cache_dir: Path | None = Field(
+        None,
+        description="Where the int8 model is cached "
+        "(default: `$XDG_CACHE_HOME/memctl`, else `~/.cache/memctl`).",
     )
     embedding_url: str | None = Field(
         None,
@@ -215,6 +222,13 @@ class Settings(BaseSettings):
     @property
     def memory_dir(self) -> Path:
         return self.project / MEMORY_DIR
+
+    @property
+    def model_cache(self) -> Path:
+        """model_cache_dir, or the user's cache directory's `memctl` folder."""
+        if self.model_cache_dir is not None:
+            return self.model_cache_dir.expanduser()
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memctl"
 
     @property
     def project_scope(self) -> str:

@@ -59,7 +59,9 @@ def _ansible() -> Check:
 
 
 def _embedding_model() -> Check:
-    missing = [name for name in ("onnxruntime", "tokenizers") if importlib.util.find_spec(name) is None]
+    missing = [
+        name for name in ("onnxruntime", "tokenizers", "onnx") if importlib.util.find_spec(name) is None
+    ]
     if missing:
         return Check(
             "embedding model",
@@ -67,7 +69,7 @@ def _embedding_model() -> Check:
             f"{', '.join(missing)} missing: knowledge search falls back to keywords (degraded)",
             "reinstall memctl with its dependencies",
         )
-    return Check("embedding model", "ok", "all-MiniLM-L6-v2 (int8, CPU) available")
+    return Check("embedding model", "ok", "all-MiniLM-L6-v2 (int8 kernels, CPU) available")
 
 
 def _docker() -> Check:

@@ -15,11 +15,12 @@ import pytest
 
 from memory_bridge import InvalidInput
 from memory_bridge.search._embed import LazyEmbedder
-from memory_bridge.search._onnx import MINILM_DIMENSION, MINILM_NAME, load_minilm
+from memory_bridge.search._onnx import lazy_minilm
 from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter, KnowledgeStore
 from memory_bridge.stores.dify._store import DifyKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge import SqliteKnowledgeStore
 
+from ..bridges import MODEL_CACHE
 from ..emulators.dify.app import create_app
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +32,7 @@ KnowledgeFactory = Callable[[], Awaitable[KnowledgeStore]]
 @pytest.fixture(scope="session")
 def minilm() -> LazyEmbedder:
     """One model for the whole run (loading it takes about a second)."""
-    return LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(2))
+    return lazy_minilm(2, int8_cache=MODEL_CACHE)
 
 
 async def dify_store(embedder: LazyEmbedder, version: str) -> KnowledgeStore:

@@ -5,8 +5,9 @@ beside this module. Heavy imports happen in `load_minilm()`, never at import tim
 Texts run one per call on single-threaded kernels, several calls at once (one per
 thread): no padding, and no kernel threads waiting for each other. On the 2-core
 development machine, with other load, that embedded 72 documents/s where one call of
-a batch on two kernel threads managed 20-37 (the model's MatMuls run in float32; a
-batch only adds padding and misses the caches).
+a batch on two kernel threads managed 20-37 (a batch only adds padding and misses the
+caches). The packaged graph runs its MatMuls in float32; with `int8_cache` they run
+int8 kernels instead (see _quantize.py), about half the CPU per text.
 """
 
 from __future__ import annotations
@@ -19,9 +20,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MINILM_DIMENSION", "MINILM_NAME", "OnnxEmbedder", "load_minilm"]
+from ._embed import LazyEmbedder
 
-MINILM_NAME = "all-MiniLM-L6-v2-int8"
+__all__ = [
+    "MINILM_DIMENSION",
+    "MINILM_FLOAT_NAME",
+    "MINILM_NAME",
+    "OnnxEmbedder",
+    "lazy_minilm",
+    "load_minilm",
+]
+
+MINILM_NAME = "all-MiniLM-L6-v2-int8-kernels"  # int8 MatMul kernels (see _quantize.py)
+MINILM_FLOAT_NAME = "all-MiniLM-L6-v2-int8"  # the packaged graph as it is: float32 MatMuls
 MINILM_DIMENSION = 384
 _MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 _TOKENIZER = Path(__file__).with_name("data") / "all-MiniLM-L6-v2.tokenizer.json"
@@ -72,11 +83,15 @@ class OnnxEmbedder:
         return vector
 
 
-def load_minilm(threads: int = 1) -> OnnxEmbedder:
+def load_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> OnnxEmbedder:
     """Load the bundled model (about half a second); raises if a file is missing.
-    `threads` texts are embedded at once, each on one thread."""
+    `threads` texts are embedded at once, each on one thread. With `int8_cache`, its
+    MatMuls run int8 kernels: the converted model is kept in that directory (building
+    it the first time takes a few seconds)."""
     import onnxruntime
     from tokenizers import Tokenizer
+
+    from ._quantize import int8_model
 
     tokenizer = Tokenizer.from_file(str(_TOKENIZER))
     tokenizer.enable_truncation(max_length=_MAX_TOKENS)
@@ -85,7 +100,13 @@ def load_minilm(threads: int = 1) -> OnnxEmbedder:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(
-        str(_model_path()), sess_options=options, providers=["CPUExecutionProvider"]
-    )
-    return OnnxEmbedder(session, tokenizer, MINILM_NAME, MINILM_DIMENSION, threads=threads)
+    model: str | bytes = str(_model_path()) if int8_cache is None else int8_model(_model_path(), int8_cache)
+    session = onnxruntime.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+    name = MINILM_FLOAT_NAME if int8_cache is None else MINILM_NAME
+    return OnnxEmbedder(session, tokenizer, name, MINILM_DIMENSION, threads=threads)
+
+
+def lazy_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> LazyEmbedder:
+    """The bundled model, loaded on first use, under the name its vectors are recorded with."""
+    name = MINILM_FLOAT_NAME if int8_cache is None else MINILM_NAME
+    return LazyEmbedder(name, MINILM_DIMENSION, lambda: load_minilm(threads, int8_cache=int8_cache))

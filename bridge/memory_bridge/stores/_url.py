@@ -75,9 +75,10 @@ def make_embedder(settings: Settings) -> LazyEmbedder | None:
         return endpoint_embedder(settings.embedding_url, settings.embedding_endpoint_model)
     if settings.embedding_model == "none":
         return None
-    from ..search._onnx import MINILM_DIMENSION, MINILM_NAME, load_minilm
+    from ..search._onnx import lazy_minilm
 
-    return LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(settings.embedding_threads))
+    cache = None if settings.embedding_model == "minilm-float" else settings.model_cache
+    return lazy_minilm(settings.embedding_threads, int8_cache=cache)
 
 
 def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = None) -> KnowledgeStore:

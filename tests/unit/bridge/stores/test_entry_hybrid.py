@@ -10,15 +10,17 @@ import pytest
 from memory_bridge import EntryWrite
 from memory_bridge.core import _entries as ops
 from memory_bridge.search._embed import LazyEmbedder
-from memory_bridge.search._onnx import MINILM_DIMENSION, MINILM_NAME, load_minilm
+from memory_bridge.search._onnx import lazy_minilm
 from memory_bridge.stores.sqlite._entries import SqliteEntryStore
+
+from ....bridges import MODEL_CACHE
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
 def minilm() -> LazyEmbedder:
-    return LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(2))
+    return lazy_minilm(2, int8_cache=MODEL_CACHE)
 
 
 async def put(store: SqliteEntryStore, id: str, title: str, body: str) -> None:

@@ -12,10 +12,12 @@ import numpy.typing as npt
 import pytest
 
 from memory_bridge.search._embed import LazyEmbedder
-from memory_bridge.search._onnx import MINILM_DIMENSION, MINILM_NAME, load_minilm
+from memory_bridge.search._onnx import MINILM_NAME, lazy_minilm
 from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter, SearchPage
 from memory_bridge.stores.sqlite._knowledge import SqliteKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge_vectors import SEARCH_CATCH_UP
+
+from ....bridges import MODEL_CACHE
 
 pytestmark = pytest.mark.anyio
 
@@ -45,7 +47,7 @@ class Recording:
 
 @pytest.fixture(scope="module")
 def minilm() -> LazyEmbedder:
-    return LazyEmbedder(MINILM_NAME, MINILM_DIMENSION, lambda: load_minilm(1))
+    return lazy_minilm(1, int8_cache=MODEL_CACHE)
 
 
 @pytest.fixture

@@ -1,0 +1,64 @@
+"""The int8 model is built once into the cache, reused, and rebuilt when the cached file
+is damaged; an unwritable cache only costs the rebuild."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_bridge.search._onnx import MINILM_FLOAT_NAME, MINILM_NAME, _model_path, load_minilm
+from memory_bridge.search._quantize import int8_model
+
+
+def cached_files(cache: Path) -> dict[str, tuple[int, int]]:
+    """Name -> (inode, mtime) of every file in the cache."""
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in sorted(cache.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
+    """A cache the int8 model was built into, and the model's bytes."""
+    cache = tmp_path_factory.mktemp("model-cache")
+    return cache, int8_model(_model_path(), cache)
+
+
+def test_the_model_is_built_once_and_then_read_from_the_cache(built: tuple[Path, bytes]) -> None:
+    cache, model = built
+    before = cached_files(cache)
+    assert [Path(name).suffix for name in before] == [".onnx", ".sha256"]
+    assert int8_model(_model_path(), cache) == model
+    assert cached_files(cache) == before  # nothing was written again
+
+
+def test_a_damaged_cached_model_is_rebuilt(built: tuple[Path, bytes], tmp_path: Path) -> None:
+    cache, model = built
+    shutil.copytree(cache, tmp_path, dirs_exist_ok=True)
+    cached = next(tmp_path.glob("*.onnx"))
+    with cached.open("r+b") as file:  # a run of zeroed bytes inside the weights
+        file.seek(len(model) // 2)
+        file.write(bytes(64))
+    older = tmp_path / "minilm-int8-0123456789abcdef.onnx"  # left by another onnxruntime version
+    older.write_bytes(b"old")
+    assert int8_model(_model_path(), tmp_path) == model
+    assert cached.read_bytes() == model
+    assert not older.exists()
+
+
+def test_an_unwritable_cache_still_gives_the_model(built: tuple[Path, bytes], tmp_path: Path) -> None:
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("x")
+    assert int8_model(_model_path(), not_a_directory) == built[1]
+
+
+def test_int8_vectors_are_recorded_under_their_own_name_and_match_float_ones(
+    built: tuple[Path, bytes],
+) -> None:
+    texts = ["Rotate the API keys every 30 days.", "Money is stored as integer cents, never floats."]
+    int8 = load_minilm(1, int8_cache=built[0])
+    float32 = load_minilm(1)
+    assert (int8.name, float32.name) == (MINILM_NAME, MINILM_FLOAT_NAME)
+    similarity = np.sum(int8.embed_documents(texts) * float32.embed_documents(texts), axis=1)
+    assert similarity.min() > 0.98
