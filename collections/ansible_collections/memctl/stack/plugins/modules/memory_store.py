@@ -6,11 +6,13 @@ DOCUMENTATION = r"""
 module: memory_store
 short_description: Create and migrate a project's memory stores and check them end to end
 description:
-  - Creates the project's C(.memory/) stores if needed and applies pending schema migrations
-    (embedded SQLite stores; a server store such as Valkey is opened and checked).
+  - Applies every pending store migration (what C(memctl migrate) applies: schemas, memory-mcp
+    legacy data in Valkey, Dify metadata fields, re-embedding), each recorded in
+    C(.memory/migrations.jsonl), then creates the stores if needed.
   - With I(smoke), starts C(memctl serve) with a real MCP client over stdio, saves the
     C(memctl/setup) entry (only if absent) and finds it again by search.
-  - Reports changed only when a store was created or migrated, or the setup entry was saved.
+  - Reports changed only when a migration ran, a store was created, or the setup entry was
+    saved (its vector is computed in the same run, so the next run has nothing left to do).
   - In check mode, reports what would be created or migrated and changes nothing.
 options:
   workspace:
@@ -44,8 +46,19 @@ smoke:
   description: The MCP round trip (tools, whether the setup entry was created, timings).
   returned: when smoke is true and not in check mode
   type: dict
+applied:
+  description: The migration steps applied (name, store, detail).
+  returned: success
+  type: list
+  elements: dict
+pending:
+  description: The migration steps still pending (in check mode, what a run would apply).
+  returned: always
+  type: list
+  elements: dict
 """
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +68,10 @@ from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_
 
 
 def run(module: AnsibleModule) -> dict[str, Any]:
-    """Prepare the stores (or, in check mode, say what preparing would do)."""
+    """Migrate and prepare the stores (or, in check mode, say what that would do)."""
     bridge = import_memctl(module, "memory_bridge")
     stores = import_memctl(module, "memctl._stores")
-    smoke = import_memctl(module, "memctl._smoke")
+    migrations = import_memctl(module, "memory_bridge.core._migrate")
     anyio = import_memctl(module, "anyio")
     workspace = Path(module.params["workspace"])
     if not workspace.is_dir():
@@ -67,21 +80,31 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         settings = bridge.load_settings(project=workspace)
         if module.check_mode:
             states = stores.embedded_states(settings)
+            pending = [asdict(step) for step in anyio.run(migrations.plan, settings) if step.pending]
             return {
-                "changed": not all(state.current for state in states),
+                "changed": bool(pending) or not all(state.current for state in states),
                 "stores": [_state(state, None) for state in states],
+                "pending": pending,
             }
-        url, before = stores.prepare_stores(settings)
+        before = stores.embedded_states(settings)
+        applied, _ = anyio.run(migrations.migrate, settings)
+        url, _ = stores.prepare_stores(settings)
         after = {state.kind: state.version for state in stores.embedded_states(settings)}
         result: dict[str, Any] = {
-            "changed": any(state.version != after.get(state.kind) for state in before),
+            "changed": bool(applied) or any(state.version != after.get(state.kind) for state in before),
             "entry_store": url,
             "stores": [_state(state, after.get(state.kind)) for state in before],
         }
         if module.params["smoke"]:
+            smoke = import_memctl(module, "memctl._smoke")
             report = anyio.run(smoke.round_trip, settings)
             result["smoke"] = report
-            result["changed"] = result["changed"] or report["saved"] == "created"
+            if report["saved"] == "created":
+                result["changed"] = True
+                more, _ = anyio.run(migrations.migrate, settings)  # the setup entry's vector
+                applied += more
+        result["applied"] = [asdict(step) for step in applied]
+        result["pending"] = []
         return result
     except bridge.MemctlError as exc:
         module.fail_json(msg=str(exc))
