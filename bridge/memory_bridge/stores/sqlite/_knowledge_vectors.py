@@ -105,9 +105,11 @@ class KnowledgeVectors:
                 return int(
                     conn.execute(f"SELECT count(*) FROM passages AS p WHERE {waiting}", model).fetchone()[0]
                 )
+            # Driven by the waiting passages (the model index; CROSS JOIN keeps that order):
+            # scanning the documents the filter allows would cost O(store) on every search.
             return int(
                 conn.execute(
-                    "SELECT count(*) FROM passages AS p JOIN documents AS d ON d.rowid = p.document"
+                    "SELECT count(*) FROM passages AS p CROSS JOIN documents AS d ON d.rowid = p.document"
                     f" WHERE {waiting} AND {where}",
                     (*model, *params),
                 ).fetchone()[0]
@@ -126,7 +128,7 @@ class KnowledgeVectors:
                 "embed_queued",
                 lambda conn, now: conn.execute(
                     "SELECT p.rowid, p.document, p.position, p.content, d.name FROM passages AS p"
-                    f" JOIN documents AS d ON d.rowid = p.document WHERE p.model IS NULL{filtered}"
+                    f" CROSS JOIN documents AS d ON d.rowid = p.document WHERE p.model IS NULL{filtered}"
                     " ORDER BY p.rowid LIMIT ?",
                     (*params, limit),
                 ).fetchall(),
