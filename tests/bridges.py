@@ -18,6 +18,20 @@ from mcp import StdioServerParameters
 
 MODEL_CACHE = Path(tempfile.gettempdir()) / "memctl-test-model-cache"  # the int8 model, built once
 
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+"""The headers a streamable-HTTP client sends with a JSON-RPC POST."""
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+"""A raw `initialize` request, for tests of the HTTP layer (auth, headers)."""
+
 
 def free_port() -> int:
     with socket.socket() as sock:

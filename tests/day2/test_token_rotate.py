@@ -9,22 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..bridges import http_bridge
+from ..bridges import INITIALIZE, MCP_HEADERS, http_bridge
 from .conftest import memctl
 
 pytestmark = pytest.mark.integration
-
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 
 
 def status_with(url: str, token: str) -> int:

@@ -20,21 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from memory_bridge.tools._entries import ENTRY_TOOLS
 from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
 
-from ..bridges import HttpBridge, bridge_env, free_port, http_bridge
+from ..bridges import INITIALIZE, MCP_HEADERS, HttpBridge, bridge_env, free_port, http_bridge
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 ENTRY = {
     "id": "deploy-runbook",
     "title": "Deploy runbook",

@@ -15,21 +15,10 @@ import valkey
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from ..bridges import INITIALIZE, MCP_HEADERS
 from .conftest import DIFY_PINNED, SLUGS, VALKEY, Stack
 
 pytestmark = [pytest.mark.docker]
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
