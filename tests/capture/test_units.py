@@ -79,7 +79,12 @@ def test_capture_commands_have_help(args: list[str]) -> None:
 
 def test_status_says_when_capture_is_skipped(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["status", "--project", str(tmp_path)], catch_exceptions=False)
-    assert "capture: skipped, no capture provider configured" in result.output
+    capture_row = next(line for line in result.output.splitlines() if "│ capture " in line)
+    assert "skipped" in capture_row and "no capture provider configured" in capture_row
+    args = ["status", "--project", str(tmp_path), "--json"]
+    as_json = CliRunner().invoke(cli, args, catch_exceptions=False)
+    report = json.loads(as_json.stdout)
+    assert report["capture"]["skipped"] is True and report["capture"]["provider"] == "none"
     status = CliRunner().invoke(cli, ["capture", "status", "--project", str(tmp_path), "--json"])
     report = json.loads(status.stdout)
     assert report["enabled"] is False and "no capture provider configured" in report["note"]
