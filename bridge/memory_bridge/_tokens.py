@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import stat
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ._errors import ConfigError
+from ._files import write_atomically
 from ._settings import Settings, read_token_file
 
 __all__ = ["FileTokens", "Rotation", "StaticTokens", "TokenSource", "previous_path", "rotate", "token_source"]
@@ -114,18 +114,7 @@ def token_source(settings: Settings) -> TokenSource:
 
 def _write_private(path: Path, text: str) -> None:
     """Replace `path` with `text` in one rename; the file is 0600 from its first byte."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    write_atomically(path, text, mode=0o600)
 
 
 @dataclass(frozen=True)

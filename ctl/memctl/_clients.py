@@ -22,11 +22,8 @@ import dataclasses
 import difflib
 import hashlib
 import json
-import os
 import re
 import shlex
-import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -34,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from memory_bridge import ConfigError
+from memory_bridge._files import write_atomically
 
 from ._merge import (
     HOOK_SIGNATURE,
@@ -450,27 +448,6 @@ def _read(path: Path) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); the file was left unchanged") from exc
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace a file atomically (temp file, then rename), keeping its mode; new files get 0644.
-
-    A symlink is followed, so the file it points to is updated and the link stays.
-    """
-    real = path.resolve()
-    real.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(real.stat().st_mode) if real.exists() else 0o644
-    fd, temp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, real)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def _sha256(text: str) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
+
+from memory_bridge._files import write_atomically
 
 __all__ = ["CaptureDirs", "atomic_write", "safe_id"]
 
@@ -69,17 +69,6 @@ class CaptureDirs:
         return self.sessions / f"{safe_id(session_id)}.json"
 
 
-def atomic_write(path: Path, text: str, *, mode: int = 0o600) -> None:
-    """Write a file whole (temp file, fsync, rename), readable by its owner only."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+def atomic_write(path: Path, text: str) -> None:
+    """Write a file whole, readable by its owner only."""
+    write_atomically(path, text, mode=0o600)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import anyio
 import click
 
 from memory_bridge import ConfigError, MemctlError, load_settings
+from memory_bridge._files import write_atomically
 from memory_bridge._settings import read_token_file
 from memory_bridge.stores.dify._onboarding import onboard
 
@@ -21,11 +21,7 @@ def dify() -> None:
 
 
 def _write_private(path: Path, secret: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(secret + "\n")
-    path.chmod(0o600)
+    write_atomically(path, secret + "\n", mode=0o600)
 
 
 @dify.command("onboard")
