@@ -24,9 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from _env import git_commit
+from memctl._inventory import write_local_inventory
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -50,19 +49,7 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
 
 def inventory(path: Path, workspaces: list[Path]) -> Path:
     projects = [{"slug": w.name, "workspace": str(w), "clients": ["claude", "cursor"]} for w in workspaces]
-    document = {
-        "all": {
-            "hosts": {
-                "localhost": {
-                    "ansible_connection": "local",
-                    "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                    "memctl_projects": projects,
-                }
-            }
-        }
-    }
-    path.write_text(yaml.safe_dump(document), encoding="utf-8")
-    return path
+    return write_local_inventory(path, projects)
 
 
 def summary(samples: list[tuple[float, float]], changed: list[int]) -> dict[str, Any]:

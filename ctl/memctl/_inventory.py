@@ -187,21 +187,27 @@ def _port_taken_by_stranger(port: int) -> bool:
         return True
 
 
-def one_project_inventory(project: Project, directory: Path) -> Path:
-    """Write an inventory of this machine with one project; its path."""
+def local_inventory(projects: list[dict[str, Any]]) -> dict[str, Any]:
+    """An inventory of this machine (Ansible runs locally, with its own Python) holding
+    `projects`, as a document to dump as YAML."""
+    localhost = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+        "memctl_projects": projects,
+    }
+    return {"all": {"hosts": {"localhost": localhost}}}
+
+
+def write_local_inventory(path: Path, projects: list[dict[str, Any]]) -> Path:
+    """Write `local_inventory(projects)` to `path`; the path."""
     import yaml
 
-    document = {
-        "all": {
-            "hosts": {
-                "localhost": {
-                    "ansible_connection": "local",
-                    "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                    "memctl_projects": [project.model_dump(exclude_none=True, mode="json")],
-                }
-            }
-        }
-    }
-    path = directory / "inventory.yml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    path.write_text(yaml.safe_dump(local_inventory(projects), sort_keys=False), encoding="utf-8")
     return path
+
+
+def one_project_inventory(project: Project, directory: Path) -> Path:
+    """Write an inventory of this machine with one project; its path."""
+    return write_local_inventory(
+        directory / "inventory.yml", [project.model_dump(exclude_none=True, mode="json")]
+    )

@@ -16,7 +16,7 @@ import yaml
 
 from memory_bridge import ConfigError, NotFound
 
-from ._inventory import Inventory, Project, load_inventory
+from ._inventory import Inventory, Project, load_inventory, local_inventory
 
 __all__ = ["add_project", "read_registry", "registry_path", "remove_project"]
 
@@ -35,17 +35,7 @@ def registry_path() -> Path:
 
 
 def _empty() -> dict[str, Any]:
-    return {
-        "all": {
-            "hosts": {
-                "localhost": {
-                    "ansible_connection": "local",
-                    "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                    "memctl_projects": [],
-                }
-            }
-        }
-    }
+    return local_inventory([])
 
 
 def _document(path: Path) -> dict[str, Any]:

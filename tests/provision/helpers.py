@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
+from memctl._inventory import write_local_inventory
 
 from ..bridges import bridge_env
 
@@ -36,19 +36,7 @@ def up_json(*args: str, state: Path, env: dict[str, str] | None = None) -> dict[
 
 def write_inventory(path: Path, projects: list[dict[str, Any]]) -> Path:
     """An inventory of this machine holding `projects`."""
-    document = {
-        "all": {
-            "hosts": {
-                "localhost": {
-                    "ansible_connection": "local",
-                    "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                    "memctl_projects": projects,
-                }
-            }
-        }
-    }
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    return path
+    return write_local_inventory(path, projects)
 
 
 def tree(root: Path) -> dict[str, bytes]:

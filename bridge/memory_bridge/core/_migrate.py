@@ -26,7 +26,7 @@ from .._errors import StoreUnavailable
 from .._settings import Settings
 from ..stores._url import make_embedder, open_dify_store, sqlite_path
 
-__all__ = ["Step", "migrate", "plan"]
+__all__ = ["Step", "migrate", "plan", "user_version"]
 
 Progress = Callable[[str, int, int | None], None]
 VALKEY_SCHEMA_VERSION = 1
@@ -46,7 +46,7 @@ def _quiet(phase: str, done: int, total: int | None) -> None:
     """The default progress callback: report nothing."""
 
 
-def _user_version(path: Path) -> int | None:
+def user_version(path: Path) -> int | None:
     """The database's schema version, read without migrating it; None if there is no file."""
     if not path.exists():
         return None
@@ -62,7 +62,7 @@ def _user_version(path: Path) -> int | None:
 
 
 def _schema_step(name: str, path: Path, latest: int) -> Step:
-    version = _user_version(path)
+    version = user_version(path)
     if version is None:
         return Step(name, str(path), f"create at schema {latest}", True)
     if version < latest:
@@ -185,7 +185,7 @@ async def _reembed_knowledge(settings: Settings) -> tuple[Step, Apply] | None:
     from ..stores.sqlite._knowledge import SqliteKnowledgeStore
     from ..stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
 
-    if embedder is None or path is None or _user_version(path) != KNOWLEDGE_SCHEMA_VERSION:
+    if embedder is None or path is None or user_version(path) != KNOWLEDGE_SCHEMA_VERSION:
         return None  # checked again once the schema step has run (opening now would migrate)
 
     store = SqliteKnowledgeStore(path, embedder=embedder, default_slots=settings.slots)
@@ -220,7 +220,7 @@ async def _reembed_entries(settings: Settings) -> tuple[Step, Apply] | None:
     from ..stores.sqlite._schema import SCHEMA_VERSION
 
     path = sqlite_path(settings)
-    if _user_version(path) != SCHEMA_VERSION:
+    if user_version(path) != SCHEMA_VERSION:
         return None  # checked again once the schema step has run (opening now would migrate)
 
     store = SqliteEntryStore(path, embedder=embedder)

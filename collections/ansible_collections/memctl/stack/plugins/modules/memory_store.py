@@ -88,7 +88,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
             }
         before = stores.embedded_states(settings)
         applied, _ = anyio.run(migrations.migrate, settings)
-        url, _ = stores.prepare_stores(settings)
+        url = stores.prepare_stores(settings)
         after = {state.kind: state.version for state in stores.embedded_states(settings)}
         result: dict[str, Any] = {
             "changed": bool(applied) or any(state.version != after.get(state.kind) for state in before),
