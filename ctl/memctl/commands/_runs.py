@@ -13,6 +13,7 @@ from rich.table import Table
 from memory_bridge import MemctlError, NotFound
 
 from .._inventory import Inventory, Project, load_inventory
+from .._options import project_option
 from .._output import console, emit_json, fail
 from .._playbook import Event
 from .._provision import container_changes, project_for, provision, summarise
@@ -25,11 +26,7 @@ def target_options(function: F) -> F:
     """--project, --inventory and --all: which projects a run is about."""
     for option in reversed(
         [
-            click.option(
-                "--project",
-                type=click.Path(file_okay=False, path_type=Path),
-                help="Project directory (default: current).",
-            ),
+            project_option,
             click.option(
                 "--inventory",
                 type=click.Path(path_type=Path),

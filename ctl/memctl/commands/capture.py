@@ -12,15 +12,10 @@ from rich.table import Table
 
 from memory_bridge import ConfigError, MemctlError, load_settings
 
+from .._options import project_option
 from .._output import EXIT_CODES, console, emit_json, fail, json_option
 from ..capture import _front
 from ..capture._paths import CaptureDirs
-
-project_option = click.option(
-    "--project",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Project directory (default: current).",
-)
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

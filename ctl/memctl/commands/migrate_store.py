@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from memory_bridge import MemctlError, load_settings, open_entry_store
 from memory_bridge.core._transfer import TransferReport, copy_entries
 
+from .._options import project_option
 from .._output import console, emit_json, fail, json_option
 
 
@@ -42,11 +43,7 @@ async def _migrate(
 
 
 @click.command("migrate-store")
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Project directory (default: current).",
-)
+@project_option
 @click.option("--from", "source_url", help="Store to copy from (default: the project's entry store).")
 @click.option("--to", "target_url", required=True, help="Store to copy to, e.g. valkey://127.0.0.1:6379/0.")
 @click.option(

@@ -8,17 +8,14 @@ import click
 
 from memory_bridge import MemctlError, load_settings, run_bridge
 
+from .._options import project_option
 from .._output import fail
 
 BRIDGE_TOKEN = "bridge.token"  # written by the provisioning playbook's bridge role
 
 
 @click.command()
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Project directory (default: current).",
-)
+@project_option
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
 @click.option("--host", help="Address to bind with --http (default 127.0.0.1).")
 @click.option("--port", type=click.IntRange(0, 65535), help="Port to bind with --http (default 3106).")

@@ -16,6 +16,7 @@ from memory_bridge.stores.dify._outbox import DurableKnowledgeStore
 
 from .._containers import bridge_container
 from .._inventory import Inventory, Project
+from .._options import project_option
 from .._output import console, emit_json, fail, json_option
 from .._stores import embedded_states
 from ..capture._compile import load_state
@@ -158,11 +159,7 @@ def _print_project(report: dict[str, Any]) -> None:
 
 
 @click.command()
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Project directory (default: current).",
-)
+@project_option
 @click.option("--inventory", type=click.Path(path_type=Path), help="Every project of this inventory instead.")
 @click.option("--all", "every", is_flag=True, help="Every project registered with `memctl projects add`.")
 @json_option
