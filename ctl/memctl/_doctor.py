@@ -14,7 +14,7 @@ from typing import Literal
 import anyio
 
 from memory_bridge import MemctlError, StoreError, load_settings
-from memory_bridge.stores._url import open_entry_store, open_knowledge_store
+from memory_bridge.stores._url import open_stores
 
 from ._clients import ALL_CLIENTS, Client, Plan, apply
 from ._content import content_root
@@ -120,17 +120,11 @@ async def _store(name: str, url: str, ping: Callable[[], object]) -> Check:
 
 
 async def _stores(project: Path) -> list[Check]:
-    settings = load_settings(project=project)
-    entries = open_entry_store(settings)
-    knowledge = open_knowledge_store(settings)
-    try:
+    async with open_stores(load_settings(project=project)) as (entries, knowledge):
         return [
             await _store("entry", entries.url, entries.ping),
             await _store("knowledge", knowledge.url, knowledge.ping),
         ]
-    finally:
-        await entries.close()
-        await knowledge.close()
 
 
 _CLIENT_MARKERS: dict[Client, str] = {

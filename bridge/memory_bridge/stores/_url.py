@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -13,7 +15,14 @@ from ..search._embed import LazyEmbedder
 from ._base import EntryStore
 from ._knowledge import KnowledgeStore
 
-__all__ = ["make_embedder", "open_dify_store", "open_entry_store", "open_knowledge_store", "sqlite_path"]
+__all__ = [
+    "make_embedder",
+    "open_dify_store",
+    "open_entry_store",
+    "open_knowledge_store",
+    "open_stores",
+    "sqlite_path",
+]
 
 _ENTRY_DB = "entries.db"
 _KNOWLEDGE_DB = "knowledge.db"
@@ -115,3 +124,18 @@ def open_dify_store(settings: Settings, transport: httpx.AsyncBaseTransport | No
         transport=transport,
     )
     return DurableKnowledgeStore(remote, Outbox(settings.memory_dir / "dify-outbox.db"))
+
+
+@asynccontextmanager
+async def open_stores(settings: Settings) -> AsyncIterator[tuple[EntryStore, KnowledgeStore]]:
+    """Both stores the settings name, each closed when the block ends (the entry store also
+    when the knowledge store cannot be opened)."""
+    entries = open_entry_store(settings)
+    try:
+        knowledge = open_knowledge_store(settings)
+        try:
+            yield entries, knowledge
+        finally:
+            await knowledge.close()
+    finally:
+        await entries.close()

@@ -10,7 +10,7 @@ import click
 from memory_bridge import MemctlError, load_settings
 from memory_bridge.core._archive import Manifest
 from memory_bridge.core._backup import backup as write_backup
-from memory_bridge.stores._url import open_entry_store, open_knowledge_store
+from memory_bridge.stores._url import open_stores
 
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
@@ -18,17 +18,9 @@ from .._progress import progress_bars
 
 
 async def _backup(project: Path | None, output: Path, show_progress: bool) -> Manifest:
-    settings = load_settings(project=project)
-    entries = open_entry_store(settings)
-    try:
-        knowledge = open_knowledge_store(settings)
-        try:
-            with progress_bars(enabled=show_progress) as progress:
-                return await write_backup(entries, knowledge, output, progress=progress)
-        finally:
-            await knowledge.close()
-    finally:
-        await entries.close()
+    async with open_stores(load_settings(project=project)) as (entries, knowledge):
+        with progress_bars(enabled=show_progress) as progress:
+            return await write_backup(entries, knowledge, output, progress=progress)
 
 
 @click.command()

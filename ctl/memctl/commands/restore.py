@@ -12,7 +12,7 @@ from rich.table import Table
 from memory_bridge import ConfigError, MemctlError, load_settings
 from memory_bridge.core._backup import RestoreMode, RestoreReport
 from memory_bridge.core._backup import restore as run_restore
-from memory_bridge.stores._url import open_entry_store, open_knowledge_store
+from memory_bridge.stores._url import open_stores
 
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
@@ -22,17 +22,9 @@ from .._progress import progress_bars
 async def _restore(
     project: Path | None, archive: Path, mode: RestoreMode, show_progress: bool
 ) -> RestoreReport:
-    settings = load_settings(project=project)
-    entries = open_entry_store(settings)
-    try:
-        knowledge = open_knowledge_store(settings)
-        try:
-            with progress_bars(enabled=show_progress) as progress:
-                return await run_restore(entries, knowledge, archive, mode=mode, progress=progress)
-        finally:
-            await knowledge.close()
-    finally:
-        await entries.close()
+    async with open_stores(load_settings(project=project)) as (entries, knowledge):
+        with progress_bars(enabled=show_progress) as progress:
+            return await run_restore(entries, knowledge, archive, mode=mode, progress=progress)
 
 
 def _render(report: RestoreReport) -> None:

@@ -11,7 +11,7 @@ import click
 from rich.table import Table
 
 from memory_bridge import MemctlError, StoreError, load_settings
-from memory_bridge.stores._url import open_entry_store, open_knowledge_store
+from memory_bridge.stores._url import open_stores
 from memory_bridge.stores.dify._outbox import DurableKnowledgeStore
 
 from .._containers import bridge_container
@@ -37,9 +37,7 @@ async def _probe(name: str, url: str, ping: Any, count: Any) -> dict[str, Any]:
 async def collect(project: Path | None) -> dict[str, Any]:
     """One project's stores, outboxes, capture, schema versions (what needs no Docker)."""
     settings = load_settings(project=project)
-    entries = open_entry_store(settings)
-    knowledge = open_knowledge_store(settings)
-    try:
+    async with open_stores(settings) as (entries, knowledge):
         report: dict[str, Any] = {
             "project": str(settings.project),
             "scope": settings.project_scope,
@@ -74,9 +72,6 @@ async def collect(project: Path | None) -> dict[str, Any]:
             "failed"
         )
         return report
-    finally:
-        await entries.close()
-        await knowledge.close()
 
 
 def project_status(project: Project) -> dict[str, Any]:
