@@ -61,7 +61,7 @@ __all__ = [
     "hook_entries",
     "remove",
     "server_entry",
-    "write_atomically",
+    "unified_diff",
 ]
 
 Client = Literal["claude", "cursor", "vscode", "agents"]
@@ -461,7 +461,8 @@ def _diff_lines(text: str | None) -> list[str]:
     return lines
 
 
-def _diff(label: str, current: str | None, desired: str) -> str:
+def unified_diff(label: str, current: str | None, desired: str) -> str:
+    """A unified diff of a file from `current` (None: it does not exist) to `desired`."""
     before = "/dev/null" if current is None else label
     return "".join(difflib.unified_diff(_diff_lines(current), _diff_lines(desired), before, label))
 
@@ -481,7 +482,7 @@ def _step(workspace: Path, relative: Path, current: str | None, desired: str) ->
         return _Step(Change(path, "unchanged"))
     label = path.relative_to(workspace).as_posix() if path.is_relative_to(workspace) else str(path)
     action: Action = "created" if current is None else "updated"
-    return _Step(Change(path, action, _diff(label, current, desired)), desired)
+    return _Step(Change(path, action, unified_diff(label, current, desired)), desired)
 
 
 def _merged_step(workspace: Path, target: _Merged) -> _Step:
@@ -560,7 +561,7 @@ def remove(workspace: Path, plan: Plan, *, check: bool = False) -> list[Change]:
         key = target.path.as_posix()
         if manifest.get(key) == _sha256(current) or current == target.text:
             deleted.append(path)
-            steps.append(_Step(Change(path, "removed", _diff(key, current, ""))))
+            steps.append(_Step(Change(path, "removed", unified_diff(key, current, ""))))
             manifest.pop(key, None)
         else:
             steps.append(_Step(Change(path, "edited-left-alone")))

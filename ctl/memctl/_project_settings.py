@@ -6,10 +6,11 @@ stay as they are, and an unchanged file is not written.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
-from ._clients import write_atomically
+from memory_bridge._files import write_atomically
+
+from ._clients import unified_diff
 from ._merge import merge_toml_key
 
 __all__ = ["CONFIG", "apply_settings"]
@@ -26,15 +27,7 @@ def apply_settings(workspace: Path, settings: dict[str, str], *, check: bool) ->
         desired = merge_toml_key(desired, key, value)
     if desired == (current or "") and (current is not None or not settings):
         return False, None
-    label = CONFIG.as_posix()
-    diff = "".join(
-        difflib.unified_diff(
-            (current or "").splitlines(keepends=True),
-            desired.splitlines(keepends=True),
-            label if current is not None else "/dev/null",
-            label,
-        )
-    )
+    diff = unified_diff(CONFIG.as_posix(), current, desired)
     if not check:
         write_atomically(path, desired)
     return True, diff
