@@ -19,6 +19,7 @@ from memctl._merge import (
     merge_hooks,
     merge_marked_block,
     merge_servers,
+    merge_toml_key,
     merge_toml_table,
     remove_hooks,
     remove_listed,
@@ -544,3 +545,26 @@ def test_gitignore_block_merged_then_removed_gives_the_lines_back(text: str) -> 
     merged = merge_marked_block(text, start=START, end=END, body=["/.memory/"])
     removed = remove_marked_block(merged, start=START, end=END)
     assert removed.splitlines() == text.splitlines()
+
+
+# One top-level key (the settings the inventory decides, in .memory/config.toml).
+
+
+def test_a_top_level_key_is_replaced_where_it_stands() -> None:
+    text = '# mine\nentry_store = "sqlite"\nlog_level = "INFO"\n\n[table]\nentry_store = "kept"\n'
+    merged = merge_toml_key(text, "entry_store", "valkey://127.0.0.1:6379/0?prefix=app:")
+    assert merged == text.replace('"sqlite"', '"valkey://127.0.0.1:6379/0?prefix=app:"')
+
+
+def test_a_missing_key_goes_after_the_leading_comments_before_any_table() -> None:
+    text = "# my settings\n\n[table]\nx = 1\n"
+    merged = merge_toml_key(text, "entry_store", "sqlite")
+    assert tomllib.loads(merged) == {"entry_store": "sqlite", "table": {"x": 1}}
+    assert merged.startswith('# my settings\nentry_store = "sqlite"\n')
+    assert merge_toml_key(merged, "entry_store", "sqlite") == merged, "idempotent"
+    assert merge_toml_key("", "entry_store", "sqlite") == 'entry_store = "sqlite"\n'
+
+
+def test_a_key_that_cannot_be_set_alone_is_refused() -> None:
+    with pytest.raises(ConfigError):
+        merge_toml_key('entry_store = [\n  "a",\n]\n', "entry_store", "sqlite")
