@@ -5,7 +5,7 @@ uv run --frozen python bench/hooks.py --runs 100 --json hooks.json
 
 Every command runs through `bash -c`, as Claude Code runs a hook's command line:
 - `python -c pass`: the interpreter's own start-up, the floor;
-- `memctl --version`: the full CLI (click, the bridge, the MCP SDK) loading;
+- `memctl --version`: the CLI's own start-up (click; each command loads when it runs);
 - `memctl hook session-end # memctl-hook-v1` with a real payload and transcript: reads
   the JSON, stages a job and starts the detached worker (the run waits for that worker
   to finish before the next one, as hooks of one session are minutes apart);
