@@ -1,0 +1,362 @@
+"""Edits of JSON text that keep the user's bytes: formatting, key order, line endings.
+
+A path is a sequence of object keys (`str`) and array indices (`int`). Every function is
+pure: it takes a document's text and returns new text, changing only the bytes of what
+it edits. A new member or item goes last in its container, written in the file's style
+(indent unit, `:` spacing, line ending; one-line containers stay on one line), and is
+inserted at a single point, so removing it again gives back the original text exactly.
+
+Text that is not valid JSON (as Python's `json` reads it: the last of duplicate keys
+wins), a path through a scalar, or a key used on an array (an index on an object) raise
+`ConfigError`, naming the path and what is there. Blank text reads as `{}`; setting a
+member in it gives `json.dumps(..., indent=2)` text with a trailing newline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from memory_bridge import ConfigError
+
+__all__ = ["JSONPath", "append_item", "get", "has", "remove_item", "remove_member", "set_member"]
+
+JSONPath = Sequence[str | int]
+
+_WHITESPACE = " \t\n\r"
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True)
+class _Node:
+    """A value's span `[start, end)` in the text, and its children if it is a container."""
+
+    kind: Literal["object", "array", "scalar"]
+    start: int
+    end: int
+    children: tuple[_Child, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Child:
+    """A member (`key` set) or an item: from `start` (its key, or its value) to `node.end`."""
+
+    key: str | None
+    start: int
+    key_end: int
+    node: _Node
+
+
+# Parsing: `json.loads` validates, then a trusting scan records the spans.
+
+
+def _skip(text: str, i: int) -> int:
+    """The index of the first non-whitespace character at or after `i`."""
+    while i < len(text) and text[i] in _WHITESPACE:
+        i += 1
+    return i
+
+
+def _value(text: str, start: int) -> _Node:
+    """The value starting at `start`."""
+    if text[start] in "{[":
+        return _container(text, start)
+    _, end = _DECODER.raw_decode(text, start)
+    return _Node("scalar", start, end)
+
+
+def _container(text: str, start: int) -> _Node:
+    """The object or array starting at `start`, with its children."""
+    is_object = text[start] == "{"
+    children: list[_Child] = []
+    i = _skip(text, start + 1)
+    while text[i] not in "}]":
+        key, key_end = _DECODER.raw_decode(text, i) if is_object else (None, i)
+        node = _value(text, _skip(text, _skip(text, key_end) + 1) if is_object else i)
+        children.append(_Child(key, i, key_end, node))
+        i = _skip(text, node.end)
+        if text[i] == ",":
+            i = _skip(text, i + 1)
+    return _Node("object" if is_object else "array", start, i + 1, tuple(children))
+
+
+def _or_empty(text: str) -> str:
+    """`text`, or `{}` and a newline if it is blank."""
+    return text if text.strip(_WHITESPACE) else "{}\n"
+
+
+def _parse(text: str) -> _Node:
+    """The syntax tree of `text`; `ConfigError` if it is not valid JSON."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"the text is not valid JSON ({exc})") from exc
+    return _value(text, _skip(text, 0))
+
+
+# Paths.
+
+
+def _where(path: JSONPath) -> str:
+    """How a path reads in a message: `"hooks.Stop[0]"`, or "the document"."""
+    if not path:
+        return "the document"
+    steps = [f"[{key}]" if isinstance(key, int) else f".{key}" for key in path]
+    return '"' + "".join(steps).removeprefix(".") + '"'
+
+
+def _kind(text: str, node: _Node) -> str:
+    """What a node is, as an error message says it."""
+    if node.kind != "scalar":
+        return f"an {node.kind}"
+    value = json.loads(text[node.start : node.end])
+    names = {str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _missing(path: JSONPath, depth: int) -> LookupError:
+    """The error for `path` lacking its step `depth`."""
+    key, where = path[depth], _where(path[:depth])
+    if isinstance(key, str):
+        return KeyError(f'{where} has no member "{key}"')
+    return IndexError(f"{where} has no item {key}")
+
+
+def _child(text: str, node: _Node, where: JSONPath, key: str | int) -> _Child | None:
+    """The child `key` of the container `node` found at `where`, or None."""
+    expected = "object" if isinstance(key, str) else "array"
+    if node.kind != expected:
+        raise ConfigError(f"{_where(where)} is {_kind(text, node)}, expected an {expected}")
+    if isinstance(key, str):
+        return next((child for child in reversed(node.children) if child.key == key), None)
+    return node.children[key] if 0 <= key < len(node.children) else None
+
+
+def _trail(text: str, path: JSONPath) -> list[_Node]:
+    """The root and the nodes along `path`, as far as they exist."""
+    nodes = [_parse(text)]
+    for depth, key in enumerate(path):
+        child = _child(text, nodes[-1], path[:depth], key)
+        if child is None:
+            break
+        nodes.append(child.node)
+    return nodes
+
+
+def _trail_to(text: str, path: JSONPath, kind: Literal["object", "array"]) -> list[_Node] | None:
+    """The trail to the container at `path`, None if absent; `ConfigError` if it is not a `kind`."""
+    nodes = _trail(text, path)
+    if len(nodes) <= len(path):
+        return None
+    if nodes[-1].kind != kind:
+        raise ConfigError(f"{_where(path)} is {_kind(text, nodes[-1])}, expected an {kind}")
+    return nodes
+
+
+# The file's style.
+
+
+@dataclass(frozen=True)
+class _Style:
+    """How new values are written: line ending, indent unit, `:` spacing, one line or not."""
+
+    newline: str
+    unit: str
+    colon: str
+    compact: bool
+
+    def render(self, value: Any, indent: str) -> str:
+        """`value` as JSON text, for a line indented by `indent`."""
+        if self.compact:
+            return json.dumps(value, ensure_ascii=False, separators=("," + self.space, self.colon))
+        text = json.dumps(value, ensure_ascii=False, indent=self.unit, separators=(",", self.colon))
+        return text.replace("\n", self.newline + indent)
+
+    def child(self, key: str | None, value: Any, indent: str) -> str:
+        """A member (or an item if `key` is None) as JSON text."""
+        rendered = self.render(value, indent)
+        return rendered if key is None else json.dumps(key, ensure_ascii=False) + self.colon + rendered
+
+    @property
+    def space(self) -> str:
+        """What follows a `,` when no line break does: what follows the `:`."""
+        return self.colon.partition(":")[2]
+
+
+def _indent_unit(text: str) -> str:
+    """The shortest line indent made of spaces only or tabs only; two spaces if none."""
+    indents = [line[: len(line) - len(line.lstrip(" \t"))] for line in text.split("\n")[1:]]
+    units = [indent for indent in indents if indent and len(set(indent)) == 1]
+    return min(units, key=len) if units else "  "
+
+
+def _colon(text: str, trail: Sequence[_Node]) -> str:
+    """The `:` with its spacing, as in the last member of the nearest non-empty object."""
+    for node in reversed(trail):
+        if node.kind == "object" and node.children:
+            last = node.children[-1]
+            colon = text[last.key_end : last.node.start]
+            return colon if colon.strip(" \t") == ":" else ": "
+    return ": "
+
+
+def _compact(text: str, trail: Sequence[_Node]) -> bool:
+    """Whether the last container is on one line: it, or if empty its nearest non-empty parent."""
+    for node in reversed(trail):
+        if text.find("\n", node.start, node.end) >= 0:
+            return False
+        if node.children:
+            return True
+    return False
+
+
+def _style(text: str, trail: Sequence[_Node]) -> _Style:
+    """The style of new values in the last container of `trail`."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    return _Style(newline, _indent_unit(text), _colon(text, trail), _compact(text, trail))
+
+
+def _line_indent(text: str, position: int) -> str:
+    """The indent of the line `position` is on."""
+    line = text[text.rfind("\n", 0, position) + 1 : position]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _gap_before(text: str, position: int) -> str:
+    """The whitespace just before `position`."""
+    return text[len(text[:position].rstrip(_WHITESPACE)) : position]
+
+
+# Edits: an insertion at one point, and the deletion that undoes it.
+
+
+def _insert(text: str, trail: Sequence[_Node], key: str | None, value: Any) -> str:
+    """`text` with a last child (member `key`, or an item if None) in container `trail[-1]`."""
+    container, style = trail[-1], _style(text, trail)
+    if container.children:
+        last = container.children[-1]
+        gap = _gap_before(text, last.start)
+        if not gap and len(container.children) == 1:
+            gap = style.space
+        at = last.node.end
+        piece = "," + gap + style.child(key, value, _line_indent(text, last.start))
+    elif style.compact:
+        at = container.end - 1
+        piece = style.child(key, value, "") + text[container.start + 1 : at]
+    else:
+        at = container.end - 1
+        outer = _line_indent(text, container.start)
+        inner = outer + style.unit
+        piece = style.newline + inner + style.child(key, value, inner) + style.newline + outer
+    return text[:at] + piece + text[at:]
+
+
+def _without_last_line(gap: str) -> str:
+    """Whitespace `gap` up to its last line break, or nothing if it has none."""
+    cut = gap.rfind("\n")
+    if cut > 0 and gap[cut - 1] == "\r":
+        cut -= 1
+    return gap[: max(cut, 0)]
+
+
+def _remove(text: str, container: _Node, index: int) -> str:
+    """`text` without child `index` of `container` and its separator."""
+    children = container.children
+    child = children[index]
+    if len(children) > 1:
+        after_previous = index == len(children) - 1
+        start = children[index - 1].node.end if after_previous else child.start
+        end = child.node.end if after_previous else children[index + 1].start
+        return text[:start] + text[end:]
+    inside_start, inside_end = container.start + 1, container.end - 1
+    if text.find("\n", container.start, container.end) < 0:
+        kept = text[child.node.end : inside_end]
+    else:
+        kept = _without_last_line(text[inside_start : child.start])
+    return text[:inside_start] + kept + text[inside_end:]
+
+
+def _created(path: JSONPath, depth: int, value: Any) -> tuple[str, Any]:
+    """The member that creates `path[depth:]` holding `value`: its key and value."""
+    key = path[depth]
+    if not isinstance(key, str):
+        raise _missing(path, depth)
+    if depth + 1 == len(path):
+        return key, value
+    inner_key, inner = _created(path, depth + 1, value)
+    return key, {inner_key: inner}
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Whether two values are the same JSON, key order and number types included."""
+    return json.dumps(old) == json.dumps(new)
+
+
+# The API.
+
+
+def get(text: str, path: JSONPath) -> Any:
+    """The value at `path`; `KeyError` or `IndexError` if it is absent."""
+    text = _or_empty(text)
+    nodes = _trail(text, path)
+    if len(nodes) <= len(path):
+        raise _missing(path, len(nodes) - 1)
+    return json.loads(text[nodes[-1].start : nodes[-1].end])
+
+
+def has(text: str, path: JSONPath) -> bool:
+    """Whether there is a value at `path`."""
+    return len(_trail(_or_empty(text), path)) > len(path)
+
+
+def set_member(text: str, path: JSONPath, value: Any) -> str:
+    """`text` with `value` at `path`; missing objects on the way are created.
+
+    An existing value is replaced where it stands (left as it is if equal, formatting
+    included); a new member goes last in its object. `path` may end with the index of
+    an existing array item, which is then replaced.
+    """
+    if not path:
+        raise ValueError("set_member needs a non-empty path")
+    text = _or_empty(text)
+    nodes = _trail(text, path)
+    if len(nodes) > len(path):
+        old = nodes[-1]
+        if _same(json.loads(text[old.start : old.end]), value):
+            return text
+        rendered = _style(text, nodes[:-1]).render(value, _line_indent(text, old.start))
+        return text[: old.start] + rendered + text[old.end :]
+    key, created = _created(path, len(nodes) - 1, value)
+    return _insert(text, nodes, key, created)
+
+
+def remove_member(text: str, path: JSONPath) -> str:
+    """`text` without the member at `path` (every copy of a duplicated key); as is if absent."""
+    key = path[-1] if path else None
+    if not isinstance(key, str):
+        raise ValueError(f"remove_member needs a path ending with a key, not {list(path)!r}")
+    trail = _trail_to(_or_empty(text), path[:-1], "object")
+    indices = [i for i, child in enumerate(trail[-1].children if trail else ()) if child.key == key]
+    if trail is None or not indices:
+        return text
+    return remove_member(_remove(text, trail[-1], indices[-1]), path)
+
+
+def append_item(text: str, path: JSONPath, value: Any) -> str:
+    """`text` with `value` last in the array at `path`, created (with its parents) if absent."""
+    text = _or_empty(text)
+    trail = _trail_to(text, path, "array")
+    return _insert(text, trail, None, value) if trail else set_member(text, path, [value])
+
+
+def remove_item(text: str, path: JSONPath) -> str:
+    """`text` without the array item at `path` (ending with its index); as is if absent."""
+    index = path[-1] if path else None
+    if not isinstance(index, int):
+        raise ValueError(f"remove_item needs a path ending with an index, not {list(path)!r}")
+    trail = _trail_to(_or_empty(text), path[:-1], "array")
+    if trail is None or not 0 <= index < len(trail[-1].children):
+        return text
+    return _remove(text, trail[-1], index)
