@@ -91,6 +91,28 @@ def _field(loc: tuple[Any, ...]) -> str:
     return text
 
 
+def _check_yaml(path: Path) -> None:
+    """A YAML inventory that does not parse: one `ConfigError` with file:line:column,
+    instead of Ansible's pages of warnings from every inventory plugin it tried."""
+    if path.suffix not in (".yml", ".yaml") or not path.is_file():
+        return
+    import yaml
+
+    try:
+        yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"inventory {path}: not UTF-8 text (byte {exc.start})") from exc
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = " ".join(part for part in (exc.context, exc.problem) if part)
+        raise ConfigError(
+            f"inventory {where}: not valid YAML ({problem}); fix that line and run again"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"inventory {path}: not valid YAML ({exc})") from exc
+
+
 def _machine_vars(path: Path) -> dict[str, dict[str, Any]]:
     """Each host's variables as the inventory defines them (templates left unrendered)."""
     os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_FAILED", "true")
@@ -98,6 +120,7 @@ def _machine_vars(path: Path) -> dict[str, dict[str, Any]]:
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
 
+    _check_yaml(path)
     try:
         manager = InventoryManager(loader=DataLoader(), sources=[str(path)])
     except AnsibleError as exc:

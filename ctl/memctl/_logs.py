@@ -7,7 +7,7 @@ project (`memctl up`, `upgrade`, ... keep them in the state directory's `runs/`)
 
 from __future__ import annotations
 
-import re
+import json
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -18,7 +18,7 @@ from memory_bridge.core._redact import redact
 
 from ._containers import bridge_name, container_logs, follow_logs
 from ._inventory import Project
-from ._playbook import state_dir
+from ._playbook import projects_file, state_dir
 from .capture._paths import CaptureDirs
 
 __all__ = ["SOURCES", "follow", "gather"]
@@ -33,16 +33,24 @@ def _tail(path: Path, lines: int) -> list[str]:
         return [line.rstrip("\n") for line in deque(handle, maxlen=lines)]
 
 
-def newest_run_log(slug: str) -> Path | None:
-    """The newest run log in which the project is a host (among the last few runs)."""
+def _workspaces(log: Path) -> list[str]:
+    try:
+        record = json.loads(projects_file(log).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []  # a log from before runs named their projects, or someone else's file
+    workspaces = record.get("workspaces") if isinstance(record, dict) else None
+    return [str(w) for w in workspaces] if isinstance(workspaces, list) else []
+
+
+def newest_run_log(workspace: Path) -> Path | None:
+    """The newest run log about the project in `workspace` (among the last few runs).
+
+    Runs are matched by the project's directory, which no other project on the machine
+    has, never by its slug, which several may share."""
     runs = state_dir() / "runs"
     logs = sorted(runs.glob("*.log"), key=lambda p: p.stat().st_mtime, reverse=True) if runs.is_dir() else []
-    # Ansible names a host as `ok: [slug]` in task results and `slug : ok=` in the recap.
-    host = re.compile(rf"\[{re.escape(slug)}\]|^{re.escape(slug)}\s+:", re.MULTILINE)
-    for log in logs[:_RUN_LOGS_SCANNED]:
-        if host.search(log.read_text(encoding="utf-8", errors="replace")):
-            return log
-    return None
+    wanted = str(workspace.expanduser().absolute())
+    return next((log for log in logs[:_RUN_LOGS_SCANNED] if wanted in _workspaces(log)), None)
 
 
 def gather(project: Project, sources: tuple[str, ...], lines: int) -> list[dict[str, Any]]:
@@ -60,7 +68,7 @@ def gather(project: Project, sources: tuple[str, ...], lines: int) -> list[dict[
         for source, path in (("capture", dirs.log), ("capture-errors", dirs.worker_errors)):
             if path.is_file() and path.stat().st_size > 0:
                 found.append({"source": source, "path": str(path), "lines": _tail(path, lines)})
-    if "runs" in sources and (log := newest_run_log(project.slug)) is not None:
+    if "runs" in sources and (log := newest_run_log(Path(project.workspace))) is not None:
         found.append({"source": "runs", "path": str(log), "lines": _tail(log, lines)})
     for record in found:
         record["lines"] = [redact(line) for line in record["lines"]]

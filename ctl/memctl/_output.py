@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 import click
 from rich.console import Console
+from rich.text import Text
 
 from memory_bridge import ConfigError, Conflict, InvalidInput, MemctlError, NotFound, StoreUnavailable
 
@@ -47,5 +48,7 @@ def fail(error: MemctlError, *, as_json: bool) -> NoReturn:
     if as_json:
         emit_json({"ok": False, "error": type(error).__name__, "message": str(error), "exit_code": code})
     else:
-        err_console.print(f"[bold red]error:[/] {error}")
+        message = Text("error:", style="bold red")
+        message.append(f" {error}")  # plain text: brackets in the message are not markup
+        err_console.print(message, soft_wrap=True)
     sys.exit(code)

@@ -12,16 +12,17 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memory_bridge import ConfigError, MemctlError
+from memory_bridge._files import write_atomically
 
 from ._content import content_root
 
-__all__ = ["PlaybookFailed", "PlaybookRun", "run_playbook", "state_dir"]
+__all__ = ["PlaybookFailed", "PlaybookRun", "projects_file", "run_playbook", "state_dir"]
 
 Event = dict[str, Any]
 
@@ -48,10 +49,6 @@ class PlaybookRun:
     def failures(self) -> list[Event]:
         return [r for r in self.results if r["status"] in ("failed", "unreachable")]
 
-    def changed(self, host: str | None = None) -> int:
-        hosts = [host] if host else list(self.recap)
-        return sum(self.recap.get(h, {}).get("changed", 0) for h in hosts)
-
 
 def state_dir() -> Path:
     """Where memctl keeps run logs: $MEMCTL_STATE_DIR, else $XDG_STATE_HOME/memctl."""
@@ -59,6 +56,11 @@ def state_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
     return Path(base) / "memctl"
+
+
+def projects_file(log: Path) -> Path:
+    """Where a run log's list of project workspaces is kept."""
+    return log.with_suffix(".projects.json")
 
 
 def _ansible_playbook() -> str:
@@ -96,12 +98,18 @@ def run_playbook(
     diff: bool = False,
     extra_vars: dict[str, Any] | None = None,
     on_event: Callable[[Event], None] | None = None,
+    workspaces: Sequence[str] = (),
 ) -> PlaybookRun:
-    """Run `playbooks/<name>.yml` against the inventory; raises `PlaybookFailed` if a task failed."""
+    """Run `playbooks/<name>.yml` against the inventory; raises `PlaybookFailed` if a task failed.
+
+    The run's log goes to the state directory's `runs/`, beside a `.projects.json` naming
+    the `workspaces` it is about (so `memctl logs` finds a project's runs by its directory,
+    not by a name another project may share)."""
     root = content_root()
     logs = state_dir() / "runs"
-    logs.mkdir(parents=True, exist_ok=True)
+    logs.mkdir(mode=0o700, parents=True, exist_ok=True)
     run = PlaybookRun(name, logs / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{name}.log")
+    write_atomically(projects_file(run.log), json.dumps({"workspaces": list(workspaces)}) + "\n", mode=0o600)
     command = [_ansible_playbook(), "-i", str(inventory), str(root / "playbooks" / f"{name}.yml")]
     if check:
         command.append("--check")
