@@ -19,13 +19,18 @@ from ._errors import (
 )
 
 if _typing.TYPE_CHECKING:
+    from ._identity import pin_scope, pinned_scope, write_scope
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
-    from ._settings import Settings, load_settings
+    from ._settings import Settings, find_project, load_settings
     from .stores._base import Entry, EntryStore, EntryWrite
     from .stores._url import open_entry_store
 
 _LAZY = {
+    "find_project": "._settings",
+    "pin_scope": "._identity",
+    "pinned_scope": "._identity",
+    "write_scope": "._identity",
     "open_state": "._serve",
     "run_bridge": "._serve",
     "serve_http": "._serve",
@@ -60,10 +65,14 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "build_server",
+    "find_project",
     "load_settings",
     "open_entry_store",
     "open_state",
+    "pin_scope",
+    "pinned_scope",
     "run_bridge",
     "serve_http",
     "serve_stdio",
+    "write_scope",
 ]

@@ -24,7 +24,7 @@ from pydantic_settings import (
 
 from ._errors import ConfigError
 
-__all__ = ["MEMORY_DIR", "Settings", "load_settings", "read_token_file"]
+__all__ = ["MEMORY_DIR", "Settings", "find_project", "load_settings", "read_token_file"]
 
 MEMORY_DIR = ".memory"
 _toml_file: ContextVar[Path | None] = ContextVar("_toml_file", default=None)
@@ -267,9 +267,24 @@ def read_token_file(path: Path) -> SecretStr:
     return SecretStr(text)
 
 
+def find_project(start: Path) -> Path | None:
+    """The nearest directory at or above `start` that holds a `.memory/` directory (as git
+    finds `.git`)."""
+    start = start.expanduser().absolute()
+    for candidate in (start, *start.parents):
+        if (candidate / MEMORY_DIR).is_dir():
+            return candidate
+    return None
+
+
 def _project_of(flags: dict[str, Any]) -> Path:
-    value = flags.get("project") or os.environ.get("MEMCTL_PROJECT") or Path.cwd()
-    return Path(value).expanduser().resolve()
+    """--project, else MEMCTL_PROJECT, else the nearest project at or above the current
+    directory, else the current directory itself."""
+    value = flags.get("project") or os.environ.get("MEMCTL_PROJECT")
+    if value:
+        return Path(value).expanduser().resolve()
+    cwd = Path.cwd()
+    return (find_project(cwd) or cwd).resolve()
 
 
 def load_settings(**flags: Any) -> Settings:

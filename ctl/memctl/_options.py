@@ -11,8 +11,8 @@ __all__ = ["Duration", "project_option"]
 
 project_option = click.option(
     "--project",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Project directory (default: current).",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Project directory (default: the nearest one at or above the current directory with a .memory/).",
 )
 
 

@@ -8,8 +8,9 @@ the target keeps its others) or replaces (the target ends up holding exactly the
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -67,10 +68,17 @@ def _archived(doc: Document) -> ArchivedDocument:
 
 
 async def backup(
-    entries: EntryStore, knowledge: KnowledgeStore, output: Path, *, progress: Progress = _quiet
+    entries: EntryStore,
+    knowledge: KnowledgeStore,
+    output: Path,
+    *,
+    scope: str = "",
+    progress: Progress = _quiet,
 ) -> Manifest:
-    """Write every entry record and every document of every slot to `output`."""
-    writer = ArchiveWriter(output, {"entries": entries.url, "knowledge": knowledge.url})
+    """Write every entry record and every document of every slot to `output`; `scope`, the
+    project's name in knowledge memory, goes into the manifest so a restore elsewhere keeps it."""
+    source = {"entries": entries.url, "knowledge": knowledge.url, **({"scope": scope} if scope else {})}
+    writer = ArchiveWriter(output, source)
     try:
         total = await entries.count()
         progress("entries", 0, total)
@@ -93,6 +101,7 @@ async def backup(
 @dataclass
 class RestoreReport:
     manifest: Manifest
+    scope: str = ""  # the scope the archive's documents carry in the target (after any re-homing)
     entries_state: str = ""  # empty | identical | different (the target before the restore)
     knowledge_state: str = ""
     entries_written: int = 0
@@ -199,15 +208,33 @@ async def _write_documents(
     return written, removed
 
 
+def _archive_scope(manifest: Manifest, docs: dict[DocKey, ArchivedDocument]) -> str:
+    """The scope the archive's project had: from its manifest, else the most common one."""
+    counts = Counter(doc.metadata.scope for doc in docs.values() if doc.metadata.scope)
+    return manifest.source.get("scope") or (counts.most_common(1)[0][0] if counts else "")
+
+
+def _rehomed(docs: dict[DocKey, ArchivedDocument], old: str, new: str) -> dict[DocKey, ArchivedDocument]:
+    """The documents with scope `old` given scope `new` instead."""
+    return {
+        key: replace(doc, metadata=replace(doc.metadata, scope=new)) if doc.metadata.scope == old else doc
+        for key, doc in docs.items()
+    }
+
+
 async def restore(
     entries: EntryStore,
     knowledge: KnowledgeStore,
     path: Path,
     *,
     mode: RestoreMode,
+    scope: str | None = None,
     progress: Progress = _quiet,
 ) -> RestoreReport:
-    """Check the archive and both targets, then write, then compare every item."""
+    """Check the archive and both targets, then write, then compare every item.
+
+    With `scope`, the archive project's documents are restored under that scope instead
+    of their own (re-homing them in another project)."""
     progress("verifying", 0, None)
     wanted_entries: dict[str, Fingerprint] = {}
     wanted_docs: dict[DocKey, ArchivedDocument] = {}
@@ -219,6 +246,10 @@ async def restore(
         wanted_docs[(document.slot, document.name)] = document
 
     report = RestoreReport(verify_archive(path, on_entry=take_entry, on_document=take_document))
+    report.scope = _archive_scope(report.manifest, wanted_docs)
+    if scope and report.scope and scope != report.scope:
+        wanted_docs = _rehomed(wanted_docs, report.scope, scope)
+    report.scope = scope or report.scope
     found_entries = await _entry_fingerprints(entries)
     entry_diff = _compare(wanted_entries, found_entries, exact=True)
     report.entries_state = _state(entry_diff, len(found_entries))

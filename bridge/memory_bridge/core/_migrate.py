@@ -5,6 +5,8 @@ Valkey entry, one batch of passages, one Dify field) commits on its own, and a s
 check looks at the data, not at a log, so the next run picks up where the last stopped.
 Applied steps are appended to `.memory/migrations.jsonl`.
 
+    project-scope      the project's scope pinned in .memory/config.toml (stores made before
+                       scopes were pinned adopt the scope their documents carry)
     entries-schema     embedded entry store: SQLite schema version (PRAGMA user_version)
     knowledge-schema   embedded knowledge store: its schema version
     valkey-legacy      memory-mcp data in Valkey: entries without a revision counter
@@ -23,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .._errors import StoreUnavailable
+from .._identity import pin_scope, pinned_scope
 from .._settings import Settings
 from ..stores._url import make_embedder, open_dify_store, sqlite_path
 
@@ -71,6 +74,20 @@ def _schema_step(name: str, path: Path, latest: int) -> Step:
 
 
 Apply = Callable[[Progress], Awaitable[str]]
+
+
+async def _project_scope(settings: Settings) -> tuple[Step, Apply] | None:
+    if not settings.memory_dir.is_dir():
+        return None
+    pinned = pinned_scope(settings.project)
+    where = str(settings.memory_dir / "config.toml")
+
+    async def apply(progress: Progress) -> str:
+        return f"scope {pin_scope(settings).scope!r} pinned"
+
+    if pinned is not None or settings.scope:
+        return Step("project-scope", where, f"scope {(pinned or settings.scope)!r}", False), apply
+    return Step("project-scope", where, "scope not pinned yet", True), apply
 
 
 async def _entries_schema(settings: Settings) -> tuple[Step, Apply] | None:
@@ -246,6 +263,7 @@ async def _reembed_entries(settings: Settings) -> tuple[Step, Apply] | None:
 
 
 _STEPS = (
+    _project_scope,
     _entries_schema,
     _knowledge_schema,
     _valkey_legacy,

@@ -10,13 +10,14 @@ import anyio
 import click
 from rich.table import Table
 
-from memory_bridge import ConfigError, MemctlError, load_settings
+from memory_bridge import ConfigError, MemctlError
 from memory_bridge.core._audit import AUDIT_CLASSES, audit_memory, retire
 from memory_bridge.stores._knowledge import KnowledgeStore
 from memory_bridge.stores._url import open_knowledge_store
 
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
+from .._project import provisioned_settings
 
 Finding = dict[str, Any]
 
@@ -68,7 +69,7 @@ async def _run(
     yes: bool,
     as_json: bool,
 ) -> dict[str, Any]:
-    settings = load_settings(project=project)
+    settings = provisioned_settings(project)
     store: KnowledgeStore = open_knowledge_store(settings)
     try:
         report = await audit_memory(

@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import click
 
-from memory_bridge import MemctlError, load_settings
+from memory_bridge import MemctlError
 from memory_bridge.core._archive import Manifest
 from memory_bridge.core._backup import backup as write_backup
 from memory_bridge.stores._url import open_stores
@@ -15,12 +15,16 @@ from memory_bridge.stores._url import open_stores
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
 from .._progress import progress_bars
+from .._project import provisioned_settings
 
 
 async def _backup(project: Path | None, output: Path, show_progress: bool) -> Manifest:
-    async with open_stores(load_settings(project=project)) as (entries, knowledge):
+    settings = provisioned_settings(project)
+    async with open_stores(settings) as (entries, knowledge):
         with progress_bars(enabled=show_progress) as progress:
-            return await write_backup(entries, knowledge, output, progress=progress)
+            return await write_backup(
+                entries, knowledge, output, scope=settings.project_scope, progress=progress
+            )
 
 
 @click.command()

@@ -8,12 +8,14 @@ from typing import Any
 
 import anyio
 import click
+from rich.markup import escape
 from rich.table import Table
 
-from memory_bridge import ConfigError, MemctlError, load_settings
+from memory_bridge import ConfigError, MemctlError
 
 from .._options import project_option
 from .._output import EXIT_CODES, console, emit_json, fail, json_option
+from .._project import provisioned_settings
 from ..capture import _front
 from ..capture._paths import CaptureDirs
 
@@ -97,7 +99,7 @@ def flush(project: Path | None, transcript: Path, session_id: str | None, event:
     from ..capture._flush import flush as run_flush
 
     try:
-        settings = load_settings(project=project)
+        settings = provisioned_settings(project)
         provider = _provider(settings)
         result = anyio.run(
             lambda: run_flush(
@@ -119,9 +121,11 @@ def flush(project: Path | None, transcript: Path, session_id: str | None, event:
         if result.daily:
             console.print(f"{result.atoms} atoms in daily/{result.daily}")
         for problem in result.dropped:
-            console.print(f"[yellow]dropped[/] {problem}")
+            console.print(f"[yellow]dropped[/] {escape(problem)}")
         if result.queued:
-            console.print(f"[yellow]{result.queued} documents wait for the store:[/] {result.store_error}")
+            console.print(
+                f"[yellow]{result.queued} documents wait for the store:[/] {escape(str(result.store_error))}"
+            )
     if result.outcome == "busy":
         raise SystemExit(4)
 
@@ -151,7 +155,7 @@ def compile_(project: Path | None, dry_run: bool, as_json: bool) -> None:
     from ..capture._compile import compile_project
 
     try:
-        settings = load_settings(project=project)
+        settings = provisioned_settings(project)
         provider = None if dry_run else _provider(settings)
         report = anyio.run(lambda: compile_project(settings, provider, dry_run=dry_run))
     except MemctlError as exc:
@@ -184,9 +188,9 @@ def _print_compile(report: dict[str, Any]) -> None:
     counts = ", ".join(f"{n} {action}" for action, n in sorted(report["counts"].items())) or "no atoms"
     console.print(f"{counts}; compiled {len(report['compiled'])}, retired {len(report['retired'])} dailies")
     if report["degraded"]:
-        console.print(f"[yellow]near-duplicates by name only:[/] {report['degraded']}")
+        console.print(f"[yellow]near-duplicates by name only:[/] {escape(str(report['degraded']))}")
     if report["stopped"]:
-        console.print(f"[red]stopped:[/] {report['stopped']}")
+        console.print(f"[red]stopped:[/] {escape(str(report['stopped']))}")
 
 
 def capture_status_report(project: Path | None) -> dict[str, Any]:
@@ -196,7 +200,7 @@ def capture_status_report(project: Path | None) -> dict[str, Any]:
     from ..capture._outbox import queued
     from ..capture._worker import NO_PROVIDER
 
-    settings = load_settings(project=project)
+    settings = provisioned_settings(project)
     dirs = CaptureDirs(settings.project)
     pending, failed = queued(dirs)
     state = load_state(dirs)

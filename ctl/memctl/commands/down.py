@@ -11,6 +11,7 @@ from memory_bridge import MemctlError
 from .._clients import ALL_CLIENTS
 from .._inventory import Inventory, Project
 from .._output import fail, json_option
+from .._project import current_project
 from .._provision import project_for
 from ._runs import chosen_inventory, run_and_report, target_options
 
@@ -51,7 +52,7 @@ def down(
     try:
         target: Inventory | Project | None = chosen_inventory(project, inventory, every)
         if target is None:
-            directory = (project or Path.cwd()).expanduser().absolute()
+            directory = current_project(project)
             codex = str(codex_config.expanduser().absolute()) if codex_config else ""
             target = project_for(directory, clients=tuple(sorted(ALL_CLIENTS)), codex_config=codex)
     except MemctlError as exc:

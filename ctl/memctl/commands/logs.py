@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from memory_bridge import MemctlError
 
 from .._logs import SOURCES, follow, gather
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
+from .._project import current_project
 from ._runs import registered_project
 
 
@@ -59,7 +61,7 @@ def logs(project: Path | None, sources: tuple[str, ...], lines: int, follow_: bo
       memctl logs --lines 200 --json
     """
     try:
-        directory = (project or Path.cwd()).expanduser().absolute()
+        directory = current_project(project)
         chosen = registered_project(directory)
         found = gather(chosen, sources or SOURCES, lines)
     except MemctlError as exc:
@@ -84,7 +86,7 @@ def logs(project: Path | None, sources: tuple[str, ...], lines: int, follow_: bo
             continue
         console.rule(f"{source['source']}: {source.get('name') or source.get('path')}", align="left")
         if source.get("error"):
-            console.print(f"[yellow]{source['error']}[/]")
+            console.print(f"[yellow]{escape(source['error'])}[/]")
         for line in source["lines"]:
             console.print(line, markup=False, highlight=False)
     if follower is not None:

@@ -13,14 +13,16 @@ from memory_bridge.core._transfer import TransferReport, copy_entries
 
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
+from .._project import provisioned_settings
 
 
 async def _migrate(
     project: Path | None, source_url: str | None, target_url: str, merge: bool, show_progress: bool
 ) -> tuple[str, str, TransferReport]:
-    source = open_entry_store(load_settings(project=project, entry_store=source_url))
+    settings = provisioned_settings(project, entry_store=source_url)
+    source = open_entry_store(settings)
     try:
-        target = open_entry_store(load_settings(project=project, entry_store=target_url))
+        target = open_entry_store(load_settings(project=settings.project, entry_store=target_url))
         try:
             total = await source.count()
             with Progress(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import anyio
 import click
 from rich.table import Table
 
-from memory_bridge import ConfigError, MemctlError, load_settings
+from memory_bridge import ConfigError, MemctlError, Settings, load_settings, pinned_scope, write_scope
 from memory_bridge.core._backup import RestoreMode, RestoreReport
 from memory_bridge.core._backup import restore as run_restore
 from memory_bridge.stores._url import open_stores
@@ -17,14 +18,43 @@ from memory_bridge.stores._url import open_stores
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
 from .._progress import progress_bars
+from .._project import current_project
 
 
 async def _restore(
-    project: Path | None, archive: Path, mode: RestoreMode, show_progress: bool
+    settings: Settings, archive: Path, mode: RestoreMode, scope: str | None, show_progress: bool
 ) -> RestoreReport:
-    async with open_stores(load_settings(project=project)) as (entries, knowledge):
+    async with open_stores(settings) as (entries, knowledge):
         with progress_bars(enabled=show_progress) as progress:
-            return await run_restore(entries, knowledge, archive, mode=mode, progress=progress)
+            return await run_restore(entries, knowledge, archive, mode=mode, scope=scope, progress=progress)
+
+
+def _restore_into(
+    settings: Settings, archive: Path, mode: RestoreMode, scope: str | None, show_progress: bool
+) -> RestoreReport:
+    """Restore, then pin the project's scope; a failed restore into a project that had no
+    memory leaves no `.memory/` behind."""
+    existed = settings.memory_dir.exists()
+    try:
+        report = anyio.run(_restore, settings, archive, mode, scope, show_progress)
+    except BaseException:
+        if not existed:
+            shutil.rmtree(settings.memory_dir, ignore_errors=True)
+        raise
+    if report.scope and (scope or pinned_scope(settings.project) is None):
+        write_scope(settings.project, report.scope)
+    return report
+
+
+def _scope_warning(settings: Settings, report: RestoreReport) -> str | None:
+    """Why the restored documents may not be found in this project, if they may not."""
+    pinned = pinned_scope(settings.project)
+    if report.scope and pinned and pinned != report.scope:
+        return (
+            f"the archive's documents carry scope {report.scope!r} but this project's scope is {pinned!r}, "
+            f"so its searches will not find them; run the restore again with --scope {pinned} to re-home them"
+        )
+    return None
 
 
 def _render(report: RestoreReport) -> None:
@@ -69,8 +99,15 @@ def _render(report: RestoreReport) -> None:
 @click.option(
     "--replace", is_flag=True, help="Make the stores hold exactly the archive (removes other items)."
 )
+@click.option(
+    "--scope",
+    help="Re-home the archive's documents under this scope (default: keep theirs; a project "
+    "without a pinned scope adopts it).",
+)
 @json_option
-def restore(project: Path | None, archive: Path, merge: bool, replace: bool, as_json: bool) -> None:
+def restore(
+    project: Path | None, archive: Path, merge: bool, replace: bool, scope: str | None, as_json: bool
+) -> None:
     """Restore a backup into the project's entry and knowledge stores.
 
     The whole archive is read and checked first (manifest, counts, sha256 checksums,
@@ -79,6 +116,10 @@ def restore(project: Path | None, archive: Path, merge: bool, replace: bool, as_
     before anything is written. Afterwards every item is compared again; any
     difference fails the command (exit 4). Restoring into stores that already match
     the archive writes nothing. Document ids and timestamps are the target's own.
+
+    The archive carries the project's scope (its name in knowledge memory): a project
+    with no scope of its own adopts it, so a restore into another directory keeps every
+    document findable; --scope re-homes the documents under another scope and pins it.
 
     \b
     Exit codes: 0 restored and verified, 2 unusable archive or options,
@@ -92,14 +133,20 @@ def restore(project: Path | None, archive: Path, merge: bool, replace: bool, as_
     try:
         if merge and replace:
             raise ConfigError("--merge and --replace exclude each other; choose one")
+        if scope is not None and not scope.strip():
+            raise ConfigError("--scope cannot be empty")
         mode: RestoreMode = "merge" if merge else "replace" if replace else "refuse"
-        report = anyio.run(_restore, project, archive, mode, not as_json)
+        settings = load_settings(project=current_project(project))
+        report = _restore_into(settings, archive, mode, scope, not as_json)
+        warning = _scope_warning(settings, report)
     except MemctlError as exc:
         fail(exc, as_json=as_json)
     result: dict[str, Any] = {
         "ok": report.ok,
         "input": str(archive),
         "mode": mode,
+        "scope": report.scope,
+        "warnings": [warning] if warning else [],
         "changed": bool(
             report.entries_written
             or report.entries_removed
@@ -125,5 +172,7 @@ def restore(project: Path | None, archive: Path, merge: bool, replace: bool, as_
         emit_json(result)
     else:
         _render(report)
+        if warning:
+            console.print(f"warning: {warning}", markup=False)
     if not report.ok:
         raise SystemExit(4)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
-from memory_bridge import MemctlError, load_settings, run_bridge
+from memory_bridge import MemctlError, load_settings, pin_scope, run_bridge
 
 from .._options import project_option
 from .._output import fail
+from .._project import provisioned_settings
 
 BRIDGE_TOKEN = "bridge.token"  # written by the provisioning playbook's bridge role
 
@@ -47,20 +49,31 @@ def serve(
     number of clients use POST /mcp, and GET /health and GET /metrics are served.
     A non-loopback --host needs --token-file.
 
+    Without --project, the project is the nearest directory at or above the current
+    one that holds a .memory/ directory (so a client started anywhere in the project
+    finds it); with --project, a directory without one gets new, empty stores. The
+    project's scope is pinned in .memory/config.toml on first use.
+
     \b
     Example:
       memctl serve --project ~/src/app
       memctl serve --project ~/src/app --http --port 3106 --token-file ~/.memctl-token
     """
     try:
-        settings = load_settings(
-            project=project,
-            host=host,
-            port=port,
-            token_file=token_file,
-            entry_store=entry_store,
-            log_level=log_level,
+        options = {
+            "host": host,
+            "port": port,
+            "token_file": token_file,
+            "entry_store": entry_store,
+            "log_level": log_level,
+        }
+        explicit = project is not None or bool(os.environ.get("MEMCTL_PROJECT"))
+        settings = (
+            load_settings(project=project, **options) if explicit else provisioned_settings(None, **options)
         )
+        if explicit:
+            settings.memory_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        settings = pin_scope(settings)
         provisioned = settings.memory_dir / BRIDGE_TOKEN
         if use_http and settings.bearer_token() is None and provisioned.is_file():
             settings = settings.model_copy(update={"token_file": provisioned})

@@ -12,6 +12,7 @@ from memory_bridge.stores._url import entry_store_scheme
 from .._clients import ALL_CLIENTS
 from .._inventory import Inventory, Project
 from .._output import fail, json_option
+from .._project import project_to_provision
 from .._provision import project_for
 from ._runs import chosen_inventory, run_and_report, target_options
 
@@ -68,6 +69,10 @@ def up(
     alone. A second run changes nothing (changed=0). The inventory is checked before
     anything runs; --check --diff shows what a run would change.
 
+    Without --project, the project is the nearest directory at or above the current one
+    that memctl provisioned (it holds .memory/), else the top of the git work tree, else
+    the current directory.
+
     Exit codes: 2 bad inventory or settings, 3 nothing to provision, 4 a task failed.
 
     \b
@@ -80,11 +85,9 @@ def up(
     try:
         target: Inventory | Project | None = chosen_inventory(project, inventory, every)
         if target is None:
-            directory = (project or Path.cwd()).expanduser().absolute()
+            directory = project_to_provision(project)
             settings = load_settings(project=directory)  # bad settings stop here, before any change
             entry_store_scheme(settings.entry_store)
-            if not check:
-                directory.mkdir(parents=True, exist_ok=True)
             codex = str(codex_config.expanduser().absolute()) if codex_config else ""
             chosen = clients or tuple(sorted(ALL_CLIENTS))
             target = project_for(directory, mode=mode, clients=chosen, codex_config=codex, hooks=hooks)

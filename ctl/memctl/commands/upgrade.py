@@ -10,6 +10,7 @@ from memory_bridge import MemctlError
 
 from .._inventory import Inventory, Project
 from .._output import fail, json_option
+from .._project import current_project
 from ._runs import chosen_inventory, registered_project, run_and_report, target_options
 
 
@@ -51,7 +52,7 @@ def upgrade(
     try:
         target: Inventory | Project | None = chosen_inventory(project, inventory, every)
         if target is None:
-            target = registered_project((project or Path.cwd()).expanduser().absolute())
+            target = registered_project(current_project(project))
     except MemctlError as exc:
         fail(exc, as_json=as_json)
     run_and_report("memctl upgrade", "upgrade", target, check=check, show_diff=show_diff, as_json=as_json)

@@ -89,15 +89,19 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         before = stores.embedded_states(settings)
         applied, _ = anyio.run(migrations.migrate, settings)
         url = stores.prepare_stores(settings)
+        pinned = bridge.pin_scope(settings)
         after = {state.kind: state.version for state in stores.embedded_states(settings)}
         result: dict[str, Any] = {
-            "changed": bool(applied) or any(state.version != after.get(state.kind) for state in before),
+            "changed": bool(applied)
+            or pinned.scope != settings.scope
+            or any(state.version != after.get(state.kind) for state in before),
+            "scope": pinned.scope,
             "entry_store": url,
             "stores": [_state(state, after.get(state.kind)) for state in before],
         }
         if module.params["smoke"]:
             smoke = import_memctl(module, "memctl._smoke")
-            report = anyio.run(smoke.round_trip, settings)
+            report = anyio.run(smoke.round_trip, pinned)
             result["smoke"] = report
             if report["saved"] == "created":
                 result["changed"] = True
