@@ -33,6 +33,9 @@ from typing import Any, Literal, get_args
 from memory_bridge import ConfigError
 from memory_bridge._files import write_atomically
 
+from ._created import Created, new_containers, new_dirs, without_empty
+from ._jsontext import edit_to
+from ._launcher import LAUNCHER_HOME_PATH, default_launcher, write_launcher
 from ._merge import (
     HOOK_SIGNATURE,
     ensure_listed,
@@ -46,6 +49,7 @@ from ._merge import (
     remove_server,
     remove_toml_table,
 )
+from ._user_files import add_user, created_by_memctl, other_users, remove_user
 
 __all__ = [
     "ALL_CLIENTS",
@@ -59,6 +63,7 @@ __all__ = [
     "Skill",
     "apply",
     "hook_entries",
+    "install_launcher",
     "remove",
     "server_entry",
     "unified_diff",
@@ -72,7 +77,9 @@ ServerEntry = dict[str, str | list[str]]
 ALL_CLIENTS: frozenset[Client] = frozenset(get_args(Client))
 MANIFEST = Path(".memory/owned.json")
 GITIGNORE_MARKERS = ("# >>> memctl >>>", "# <<< memctl <<<")
-GITIGNORE_LINES = ("/.memory/",)
+GITIGNORE_LINES = ("/.memory/", "/.agents/mcp.json")
+"""`.agents/mcp.json` names the launcher by its absolute path (its readers need not expand
+variables), so it is one machine's file and stays out of git."""
 
 HOOK_EVENTS: dict[str, tuple[str | None, str]] = {
     "SessionStart": (None, "session-start"),
@@ -99,7 +106,8 @@ class Plan:
     """What to configure: the project served, the server's name, and the clients.
 
     `codex_config` is the path of Codex's `config.toml` (usually `~/.codex/config.toml`);
-    Codex is configured only when it is given.
+    Codex is configured only when it is given. `launcher` is the script clients start
+    (`_launcher`): `~/.local/bin/memctl` unless given.
     """
 
     project: Path
@@ -107,10 +115,11 @@ class Plan:
     clients: frozenset[Client] = ALL_CLIENTS
     codex_config: Path | None = None
     hooks: bool = False  # lifecycle hooks (`memctl hook <event>`) for the capture pipeline
-    command: str = "memctl"  # how clients start memctl (an absolute path when it is not on PATH)
+    launcher: Path = field(default_factory=default_launcher)
 
     def __post_init__(self) -> None:
-        for label, path in (("project", self.project), ("codex_config", self.codex_config)):
+        paths = (("project", self.project), ("codex_config", self.codex_config), ("launcher", self.launcher))
+        for label, path in paths:
             if path is not None and not path.is_absolute():
                 raise ConfigError(f"{label} must be an absolute path, got {path}")
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.server_name):
@@ -131,23 +140,45 @@ class Change:
 # What memctl puts in each client's configuration.
 
 
-def server_entry(plan: Plan) -> ServerEntry:
-    """The stdio MCP server entry that serves `plan.project`'s memory."""
-    return {"command": plan.command, "args": ["serve", "--project", str(plan.project)]}
+def _launcher(plan: Plan, home: str | None) -> str:
+    """The launcher as a config names it: through `home` (the client's spelling of the
+    home directory) when it is the default one, so the file holds no user's own path."""
+    if home is not None and plan.launcher == Path.home() / LAUNCHER_HOME_PATH:
+        return f"{home}/{LAUNCHER_HOME_PATH}"
+    return str(plan.launcher)
 
 
-def hook_entries(command: str = "memctl", project: Path | None = None) -> dict[str, list[JSONObject]]:
+def server_entry(plan: Plan, client: Client | Literal["codex"] = "claude") -> ServerEntry:
+    """The stdio MCP server entry with which `client` serves the project's memory.
+
+    Claude Code (`${HOME}`), Codex and `.agents/` start the server in the project and it
+    finds the project by walking up from there; Cursor and VS Code name the project
+    through their `${workspaceFolder}`. Nothing in it names one machine's paths except
+    the Codex and `.agents/` entries, which live outside the repository or outside git.
+    """
+    if client in ("cursor", "vscode"):
+        command = _launcher(plan, "${userHome}")
+        entry: ServerEntry = {"command": command, "args": ["serve", "--project", "${workspaceFolder}"]}
+        return {"type": "stdio", **entry} if client == "vscode" else entry
+    home = "${HOME}" if client == "claude" else None
+    return {"command": _launcher(plan, home), "args": ["serve"]}
+
+
+def _hook_command(plan: Plan) -> str:
+    """The launcher as a shell names it: through `$HOME` when it is the default one."""
+    if plan.launcher == Path.home() / LAUNCHER_HOME_PATH:
+        return f'"$HOME"/{LAUNCHER_HOME_PATH}'
+    return shlex.quote(str(plan.launcher))
+
+
+def hook_entries(plan: Plan) -> dict[str, list[JSONObject]]:
     """memctl's hook entries by event, each command ending in the ownership signature.
 
-    With `project`, the hook names it (`--project`), so it works from any directory the
-    client starts it in."""
+    A hook finds its project from the client (`CLAUDE_PROJECT_DIR`, the session's `cwd`)
+    or by walking up from where it runs, so it names no path of this machine."""
     entries: dict[str, list[JSONObject]] = {}
-    where = f" --project {shlex.quote(str(project))}" if project is not None else ""
     for event, (matcher, argument) in HOOK_EVENTS.items():
-        hook = {
-            "type": "command",
-            "command": f"{shlex.quote(command)} hook {argument}{where} {HOOK_SIGNATURE}",
-        }
+        hook = {"type": "command", "command": f"{_hook_command(plan)} hook {argument} {HOOK_SIGNATURE}"}
         entries[event] = [{"matcher": matcher, "hooks": [hook]} if matcher else {"hooks": [hook]}]
     return entries
 
@@ -269,7 +300,7 @@ def _rule_md(skill: Skill) -> str:
 
 
 def _agents_readme(plan: Plan) -> str:
-    example = json.dumps({"mcpServers": {plan.server_name: server_entry(plan)}}, indent=2)
+    example = json.dumps({"mcpServers": {plan.server_name: server_entry(plan, "agents")}}, indent=2)
     rules = "\n".join(f"- `rules/{skill.name}.md`: {skill.title.lower()}." for skill in SKILLS)
     return f"""\
 # Agent configuration for this project's memory
@@ -277,7 +308,8 @@ def _agents_readme(plan: Plan) -> str:
 memctl wrote this directory. It gives any MCP client this project's persistent memory,
 served by `memctl serve` on stdio as the MCP server `{plan.server_name}`.
 
-- `mcp.json`: the server entry, in the `mcpServers` form most clients read.
+- `mcp.json`: the server entry, in the `mcpServers` form most clients read. It names
+  `~/.local/bin/memctl` by its absolute path, so it is kept out of git.
 - `hooks.json`: lifecycle hooks (session start, before compaction, session end, approved
   plans), each running `memctl hook <event>`.
 {rules}
@@ -345,10 +377,20 @@ def _load_json(text: str) -> JSONObject:
 
 
 def _json(merge: Callable[[JSONObject], JSONObject]) -> Callable[[str], str]:
-    return lambda text: _dump_json(merge(_load_json(text)))
+    """A merge of JSON text: the document merged structurally, then the text edited in place
+    to match (`_jsontext`), so the user's formatting, order and bytes stay as they were."""
+
+    def edit(text: str) -> str:
+        desired = merge(_load_json(text))
+        if not text.strip():
+            return _dump_json(desired) if desired else text
+        return edit_to(text, desired)
+
+    return edit
 
 
 def _mcp_json(path: str, key: str, plan: Plan, entry: ServerEntry) -> _Merged:
+    """A client's MCP servers file with memctl's server in it."""
     return _Merged(
         Path(path), _json(lambda doc: merge_servers(doc, key=key, name=plan.server_name, entry=entry))
     )
@@ -356,21 +398,21 @@ def _mcp_json(path: str, key: str, plan: Plan, entry: ServerEntry) -> _Merged:
 
 def _claude(plan: Plan) -> list[_Merged | _Owned]:
     def settings(document: JSONObject) -> JSONObject:
-        hooked = merge_hooks(document, hook_entries(plan.command, plan.project)) if plan.hooks else document
+        hooked = merge_hooks(document, hook_entries(plan)) if plan.hooks else document
         return ensure_listed(hooked, key="enabledMcpjsonServers", value=plan.server_name)
 
     return [
-        _mcp_json(".mcp.json", "mcpServers", plan, server_entry(plan)),
+        _mcp_json(".mcp.json", "mcpServers", plan, server_entry(plan, "claude")),
         _Merged(Path(".claude/settings.json"), _json(settings)),
         *(_Owned(Path(".claude/skills", skill.name, "SKILL.md"), _skill_md(skill)) for skill in SKILLS),
     ]
 
 
 def _agents(plan: Plan) -> list[_Merged | _Owned]:
-    ours = hook_entries(plan.command, plan.project)
+    ours = hook_entries(plan)
     hooks = [_Merged(Path(".agents/hooks.json"), _json(lambda doc: merge_hooks(doc, ours)))]
     return [
-        _mcp_json(".agents/mcp.json", "mcpServers", plan, server_entry(plan)),
+        _mcp_json(".agents/mcp.json", "mcpServers", plan, server_entry(plan, "agents")),
         *(hooks if plan.hooks else []),
         _Owned(Path(".agents/README.md"), _agents_readme(plan)),
         *(_Owned(Path(".agents/rules", f"{skill.name}.md"), _rule_md(skill)) for skill in SKILLS),
@@ -383,18 +425,15 @@ def _targets(plan: Plan) -> list[_Merged | _Owned]:
     if "claude" in plan.clients:
         targets += _claude(plan)
     if "cursor" in plan.clients:
-        targets.append(_mcp_json(".cursor/mcp.json", "mcpServers", plan, server_entry(plan)))
+        targets.append(_mcp_json(".cursor/mcp.json", "mcpServers", plan, server_entry(plan, "cursor")))
     if "vscode" in plan.clients:
-        targets.append(
-            _mcp_json(".vscode/mcp.json", "servers", plan, {"type": "stdio", **server_entry(plan)})
-        )
+        targets.append(_mcp_json(".vscode/mcp.json", "servers", plan, server_entry(plan, "vscode")))
     if "agents" in plan.clients:
         targets += _agents(plan)
     if plan.codex_config is not None:
         table = ("mcp_servers", plan.server_name)
-        targets.append(
-            _Merged(plan.codex_config, lambda text: merge_toml_table(text, table, server_entry(plan)))
-        )
+        entry = server_entry(plan, "codex")
+        targets.append(_Merged(plan.codex_config, lambda text: merge_toml_table(text, table, entry)))
     start, end = GITIGNORE_MARKERS
     block = partial(merge_marked_block, start=start, end=end, body=GITIGNORE_LINES)
     return [*targets, _Merged(Path(".gitignore"), block)]
@@ -426,7 +465,7 @@ def _removals(plan: Plan) -> list[_Merged | _Owned]:
         for target in _targets(dataclasses.replace(plan, clients=ALL_CLIENTS))
         if isinstance(target, _Owned)
     ]
-    if plan.codex_config is not None:
+    if plan.codex_config is not None and not other_users(plan.codex_config, plan.project):
         table = ("mcp_servers", name)
         targets.append(_Merged(plan.codex_config, lambda text: remove_toml_table(text, table)))
     start, end = GITIGNORE_MARKERS
@@ -534,29 +573,94 @@ def apply(workspace: Path, plan: Plan, *, check: bool = False) -> list[Change]:
     if recorded != manifest:
         steps.append(_step(workspace, MANIFEST, manifest_text, _dump_json(recorded)))
     if not check:
+        created = Created.load(workspace)
+        codex_is_new = plan.codex_config is not None and not plan.codex_config.exists()
         for step in steps:
             if step.text is not None:
+                if step.change.path.is_relative_to(workspace):
+                    _note_creation(created, workspace, step)
                 write_atomically(step.change.path, step.text)
+        created.save(workspace)
+        if plan.codex_config is not None:
+            add_user(plan.codex_config, plan.project, created=codex_is_new)
     return [step.change for step in steps]
 
 
-def remove(workspace: Path, plan: Plan, *, check: bool = False) -> list[Change]:
+def _label(workspace: Path, path: Path) -> str:
+    return path.relative_to(workspace).as_posix() if path.is_relative_to(workspace) else str(path)
+
+
+def _note_creation(created: Created, workspace: Path, step: _Step) -> None:
+    """Record the file, folders and JSON containers that writing `step` creates."""
+    path, label = step.change.path, _label(workspace, step.change.path)
+    created.dirs |= new_dirs(workspace, path)
+    before = _read(path)
+    if before is None:
+        created.files.add(label)
+    elif before and not before.endswith("\n") and path.suffix != ".json":
+        created.unterminated.add(label)
+    if path.suffix == ".json" and step.text is not None and label != MANIFEST.as_posix():
+        added = new_containers(_load_json(before or ""), _load_json(step.text))
+        created.containers[label] = created.containers.get(label, set()) | added
+
+
+def install_launcher(plan: Plan, *, check: bool = False) -> Change:
+    """Bring the launcher the client files start up to date (`_launcher`); its change."""
+    action, before, text = write_launcher(plan.launcher, check=check)
+    if action in ("kept", "unchanged"):
+        return Change(plan.launcher, "unchanged")
+    diff = unified_diff(str(plan.launcher), before, text)
+    return Change(plan.launcher, "created" if before is None else "updated", diff)
+
+
+def _unmerged_step(workspace: Path, target: _Merged, created: Created) -> tuple[_Step, bool]:
+    """memctl's entries out of one file, and what it created empty again out too; whether
+    the file itself goes (memctl created it, and nothing else is left in it)."""
+    step = _merged_step(workspace, target)
+    path, label = workspace / target.path, _label(workspace, workspace / target.path)
+    text = step.text if step.text is not None else _read(path) or ""
+    if path.suffix == ".json":
+        document = _load_json(text)
+        pruned = without_empty(document, created.containers.pop(label, set()))
+        if pruned != document:
+            text = edit_to(text, pruned)
+        empty = not pruned
+    else:
+        empty = not text.strip()
+        if label in created.unterminated and text.endswith("\n"):
+            created.unterminated.discard(label)
+            text = text.removesuffix("\r\n") if text.endswith("\r\n") else text.removesuffix("\n")
+    if label in created.files and empty:
+        created.files.discard(label)
+        return _Step(Change(path, "removed", unified_diff(label, _read(path), ""))), True
+    return _step(workspace, target.path, _read(path), text), False
+
+
+def remove(workspace: Path, plan: Plan, *, check: bool = False, purge: bool = False) -> list[Change]:
     """Take memctl's entries back out of every client file, and delete the files it owns
-    that are as it wrote them; a file that does not exist is skipped. With `check`,
-    report the same changes and write nothing.
+    that are as it wrote them; a file that does not exist is skipped. Files, folders and
+    JSON members memctl created go too once nothing else is in them, so every file comes
+    back as it was before `apply`. The `.gitignore` block that keeps `.memory/` out of git
+    stays unless `purge` (the memory is being deleted too). With `check`, report the same
+    changes and write nothing.
     """
     workspace = workspace.absolute()
     manifest_text = _read(workspace / MANIFEST)
     manifest = _parse_manifest(workspace / MANIFEST, manifest_text)
+    created = Created.load(workspace)
+    if plan.codex_config is not None and created_by_memctl(plan.codex_config):
+        created.files.add(str(plan.codex_config))
     steps: list[_Step] = []
     deleted: list[Path] = []
     for target in _removals(plan):
         path = workspace / target.path
         current = _read(path)
-        if current is None:
+        if current is None or (target.path == Path(".gitignore") and not purge):
             continue
         if isinstance(target, _Merged):
-            steps.append(_merged_step(workspace, target))
+            step, gone = _unmerged_step(workspace, target, created)
+            steps.append(step)
+            deleted += [path] if gone else []
             continue
         key = target.path.as_posix()
         if manifest.get(key) == _sha256(current) or current == target.text:
@@ -576,4 +680,12 @@ def remove(workspace: Path, plan: Plan, *, check: bool = False) -> list[Change]:
                 write_atomically(step.change.path, step.text)
         for path in deleted:
             path.unlink()
+        for directory in sorted(created.dirs, key=lambda d: d.count("/"), reverse=True):
+            if (workspace / directory).is_dir() and not any((workspace / directory).iterdir()):
+                (workspace / directory).rmdir()
+                created.dirs.discard(directory)
+        if (workspace / ".memory").is_dir():
+            created.save(workspace)
+        if plan.codex_config is not None:
+            remove_user(plan.codex_config, plan.project)
     return [step.change for step in steps]

@@ -18,9 +18,10 @@ from memory_bridge.stores._url import open_stores
 
 from ._clients import ALL_CLIENTS, Client, Plan, apply
 from ._content import content_root
-from ._provision import memctl_command
+from ._proof import prove
 from ._registry import read_registry, registry_path
 from ._stores import embedded_states
+from ._user_files import files_of
 
 __all__ = ["Check", "run_checks"]
 
@@ -166,10 +167,11 @@ def _project(project: Path) -> list[Check]:
     else:
         checks.append(Check("bridge token", "ok", f"{token} (0600)"))
     checks += anyio.run(_stores, project)
-    plan = Plan(project=project, clients=_configured_clients(project), command=memctl_command())
+    plan = Plan(project=project, clients=_configured_clients(project))
     changes = apply(project, plan, check=True)
     pending = [c for c in changes if c.action in ("created", "updated")]
     edited = [c for c in changes if c.action == "edited-left-alone"]
+    checks += _client_starts(project)
     if pending:
         names = ", ".join(
             str(c.path.relative_to(project)) for c in pending[:4] if c.path.is_relative_to(project)
@@ -184,6 +186,19 @@ def _project(project: Path) -> list[Check]:
                 "owned files", "warn", f"edited by hand: {names}", "delete them and run memctl up to restore"
             )
         )
+    return checks
+
+
+def _client_starts(project: Path) -> list[Check]:
+    """Each client's server, started exactly as its file says."""
+    checks = []
+    for proof in anyio.run(prove, project, "memory", files_of(project)):
+        where = ", ".join(proof.files)
+        if proof.ok:
+            checks.append(Check("client start", "ok", f"{where}: {proof.command} serves {proof.tools} tools"))
+        else:
+            fix = "run: memctl up (it rewrites the launcher and the client files)"
+            checks.append(Check("client start", "fail", f"{where}: {proof.command}: {proof.error}", fix))
     return checks
 
 

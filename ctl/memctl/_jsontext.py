@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from memory_bridge import ConfigError
 
-__all__ = ["JSONPath", "append_item", "get", "has", "remove_item", "remove_member", "set_member"]
+__all__ = ["JSONPath", "append_item", "edit_to", "get", "has", "remove_item", "remove_member", "set_member"]
 
 JSONPath = Sequence[str | int]
 
@@ -360,3 +360,55 @@ def remove_item(text: str, path: JSONPath) -> str:
     if trail is None or not 0 <= index < len(trail[-1].children):
         return text
     return _remove(text, trail[-1], index)
+
+
+def _edit_list(text: str, path: tuple[str | int, ...], current: list[Any], desired: list[Any]) -> str:
+    """Items kept in order where they match, changed in place where both are objects
+    that differ, removed where gone, and new ones appended."""
+    kept = 0
+    position = 0
+    for item in current:
+        here = (*path, position)
+        if kept < len(desired) and _same(item, desired[kept]):
+            kept, position = kept + 1, position + 1
+        elif (
+            kept < len(desired)
+            and isinstance(item, dict)
+            and isinstance(desired[kept], dict)
+            and not any(_same(item, later) for later in desired[kept:])
+        ):
+            text = _edit(text, here, item, desired[kept])
+            kept, position = kept + 1, position + 1
+        else:
+            text = remove_item(text, here)
+    for item in desired[kept:]:
+        text = append_item(text, path, item)
+    return text
+
+
+def _edit(text: str, path: tuple[str | int, ...], current: Any, desired: Any) -> str:
+    if _same(current, desired):
+        return text
+    if isinstance(current, dict) and isinstance(desired, dict):
+        for key in current:
+            if key not in desired:
+                text = remove_member(text, (*path, key))
+        for key, value in desired.items():
+            text = (
+                _edit(text, (*path, key), current[key], value)
+                if key in current
+                else set_member(text, (*path, key), value)
+            )
+        return text
+    if isinstance(current, list) and isinstance(desired, list):
+        return _edit_list(text, path, current, desired)
+    return set_member(text, path, desired)
+
+
+def edit_to(text: str, desired: dict[str, Any]) -> str:
+    """`text` edited in place until it holds `desired`, touching only what differs.
+
+    Members that stay keep their bytes and their order; new ones go last; array items are
+    kept, changed, removed or appended (a reordering shows as removals and appends).
+    """
+    return _edit(text, (), json.loads(_or_empty(text)), desired)

@@ -75,11 +75,13 @@ def _member(document: JSONObject, key: str, expected: type, default: object) -> 
 def merge_servers(target: Mapping[str, Any], *, key: str, name: str, entry: Mapping[str, Any]) -> JSONObject:
     """`target` with `entry` as server `name` in its `key` map; everything else as it was.
 
-    An existing server `name` is replaced where it stands; a new one goes at the end.
+    An existing server `name` keeps its place and any keys the user added to it (such as
+    an `env`); the keys of `entry` take memctl's values. A new one goes at the end.
     """
     result = copy.deepcopy(dict(target))
     servers = _member(result, key, dict, {})
-    servers[name] = copy.deepcopy(dict(entry))
+    existing = servers.get(name)
+    servers[name] = {**(existing if isinstance(existing, dict) else {}), **copy.deepcopy(dict(entry))}
     return result
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -13,15 +11,7 @@ from typing import Any
 from ._inventory import Inventory, Project, load_inventory, one_project_inventory
 from ._playbook import Event, PlaybookRun, run_playbook
 
-__all__ = ["container_changes", "memctl_command", "project_for", "provision", "slug_for", "summarise"]
-
-
-def memctl_command() -> str:
-    """`memctl` if clients will find it on PATH, else the absolute path of this one."""
-    if shutil.which("memctl"):
-        return "memctl"
-    beside = Path(sys.executable).with_name("memctl")
-    return str(beside) if beside.exists() else "memctl"
+__all__ = ["changed_count", "container_changes", "project_for", "provision", "slug_for", "summarise"]
 
 
 def slug_for(directory: Path) -> str:
@@ -45,19 +35,46 @@ def provision(
     on_event: Callable[[Event], None] | None = None,
 ) -> tuple[Inventory, PlaybookRun]:
     """Run a playbook over an inventory (or over one project on this machine)."""
-    extra = {"memctl_command": memctl_command(), **(extra_vars or {})}
+    options: dict[str, Any] = {
+        "check": check,
+        "diff": diff,
+        "extra_vars": extra_vars or {},
+        "on_event": on_event,
+    }
     if isinstance(inventory, Inventory):
-        return inventory, run_playbook(
-            playbook, inventory.path, check=check, diff=diff, extra_vars=extra, on_event=on_event
-        )
+        workspaces = [_identity(p.workspace) for m, p in inventory.projects if m.local]
+        return inventory, run_playbook(playbook, inventory.path, workspaces=workspaces, **options)
     with tempfile.TemporaryDirectory(prefix="memctl-") as scratch:
         loaded = load_inventory(one_project_inventory(inventory, Path(scratch)))
-        run = run_playbook(playbook, loaded.path, check=check, diff=diff, extra_vars=extra, on_event=on_event)
+        run = run_playbook(playbook, loaded.path, workspaces=[_identity(inventory.workspace)], **options)
     return loaded, run
 
 
+def _identity(workspace: str) -> str:
+    """A workspace as run logs record it: absolute, with `~` expanded."""
+    return str(Path(workspace).expanduser().absolute())
+
+
+_FILE_CHANGES = ("created", "updated", "removed")
+
+
+def _changes(result: dict[str, Any]) -> int:
+    """What one task changed: each file a memctl module created, updated or removed, else 1."""
+    files = (result.get("report") or {}).get("files")
+    if isinstance(files, list):
+        return sum(1 for f in files if f.get("action") in _FILE_CHANGES)
+    return 1 if result.get("changed") else 0
+
+
+def changed_count(run: PlaybookRun, hosts: set[str] | None = None) -> int:
+    """Changes of a run (or of some hosts): files counted one by one, other tasks once each."""
+    return sum(_changes(r) for r in run.results if hosts is None or r["host"] in hosts)
+
+
 def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
-    """One record per project: recap counts and what memctl's own modules reported."""
+    """One record per project: recap counts and what memctl's own modules reported.
+
+    `changed` counts every file created, updated or removed, and every other changed task."""
     projects = []
     for machine, project in inventory.projects:
         results = [r for r in run.results if r["host"] == project.slug]
@@ -66,7 +83,8 @@ def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
             "machine": machine.name,
             "workspace": project.workspace,
             "mode": project.mode,
-            **{key: run.recap.get(project.slug, {}).get(key, 0) for key in ("ok", "changed", "failed")},
+            **{key: run.recap.get(project.slug, {}).get(key, 0) for key in ("ok", "failed")},
+            "changed": changed_count(run, {project.slug}),
             "files": [],
             "warnings": [w for r in results for w in r["warnings"]],
             "diffs": [{"task": r["task"], "diff": r["diff"]} for r in results if r["diff"]],
@@ -74,7 +92,7 @@ def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
         for result in results:
             report = result.get("report") or {}
             record["files"] += report.get("files", [])
-            for key in ("entry_store", "smoke", "stores"):
+            for key in ("entry_store", "smoke", "stores", "proof"):
                 if key in report:
                     record[key] = report[key]
         projects.append(record)

@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mcp import StdioServerParameters
+
 from memctl._inventory import write_local_inventory
 
-from ..bridges import bridge_env
+from ..bridges import MODEL_CACHE, bridge_env
 
 
 def memctl(
@@ -42,3 +44,29 @@ def write_inventory(path: Path, projects: list[dict[str, Any]]) -> Path:
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under `root` with its bytes (to prove a run changed nothing)."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+PLAIN_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""A login shell's PATH: no virtual environment, no `uv run`."""
+
+
+def rendered_server(workspace: Path, file: str = ".mcp.json") -> StdioServerParameters:
+    """memctl's server as a client starts it from `file`: its command and args with the
+    client's own variables expanded, a plain PATH and this HOME, in the project."""
+    document = json.loads((workspace / file).read_text())
+    entry = document["servers" if file == ".vscode/mcp.json" else "mcpServers"]["memory"]
+    home = str(Path.home())
+    values = {"${HOME}": home, "${userHome}": home, "${workspaceFolder}": str(workspace)}
+
+    def expand(text: str) -> str:
+        for variable, value in values.items():
+            text = text.replace(variable, value)
+        return text
+
+    env = {"PATH": PLAIN_PATH, "HOME": home, "MEMCTL_MODEL_CACHE_DIR": str(MODEL_CACHE)}
+    return StdioServerParameters(
+        command=expand(entry["command"]),
+        args=[expand(a) for a in entry["args"]],
+        env=env,
+        cwd=str(workspace),
+    )

@@ -12,14 +12,14 @@ from typing import Any
 import httpx
 import pytest
 import testinfra
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from memctl._inventory import load_inventory
 from memctl._playbook import PlaybookFailed
 from memctl._provision import provision
 
 from ..bridges import bridge_env, http_bridge
-from .helpers import memctl, tree, up_json, write_inventory
+from .helpers import memctl, rendered_server, tree, up_json, write_inventory
 
 pytestmark = pytest.mark.anyio
 
@@ -64,14 +64,7 @@ async def test_up_provisions_a_fresh_workspace_that_a_client_can_use(tmp_path: P
     # A real MCP client, started exactly as the rendered .mcp.json entry says.
     servers = json.loads((workspace / ".mcp.json").read_text())["mcpServers"]
     assert servers["mine"] == {"command": "my-server"}, "the user's own server is untouched"
-    entry = servers["memory"]
-    command = (
-        entry["command"]
-        if os.path.isabs(entry["command"])
-        else str(Path(os.sys.executable).parent / "memctl")
-    )
-    params = StdioServerParameters(command=command, args=entry["args"], env=bridge_env(), cwd=str(tmp_path))
-    async with Client(params, mode="legacy") as client:
+    async with Client(rendered_server(workspace), mode="legacy") as client:
         saved = await client.call_tool(
             "memory_set",
             {

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from rich.markup import escape
 from rich.status import Status
 from rich.table import Table
 
@@ -16,7 +17,7 @@ from .._inventory import Inventory, Project, load_inventory
 from .._options import project_option
 from .._output import console, emit_json, fail
 from .._playbook import Event
-from .._provision import container_changes, project_for, provision, summarise
+from .._provision import changed_count, container_changes, project_for, provision, summarise
 from .._registry import read_registry, registry_path
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -126,7 +127,7 @@ def run_and_report(
         "ok": True,
         "check": check,
         "inventory": str(target.path) if isinstance(target, Inventory) else None,
-        "changed": run.changed(),
+        "changed": changed_count(run),
         "projects": projects,
         "containers": container_changes(run),
         "log": str(run.log),
@@ -156,12 +157,12 @@ def _print(title: str, result: dict[str, Any]) -> None:
         for file in record["files"]:
             if file["action"] != "unchanged":
                 style = "yellow" if file["action"] == "edited-left-alone" else "green"
-                console.print(f"  [{style}]{file['action']:>18}[/] {file['path']}")
+                console.print(f"  [{style}]{file['action']:>18}[/] {escape(file['path'])}")
         for warning in record["warnings"]:
-            console.print(f"  [yellow]warning:[/] {warning}")
+            console.print(f"  [yellow]warning:[/] {escape(warning)}")
         for diff in record.get("diffs", []):
             console.print(diff["diff"], markup=False, highlight=False)
     for change in result["containers"]:
         action, name = change["action"], change["container"]
         console.print(f"  [green]{action:>18}[/] container {name} ({change['host']})")
-    console.print(f"changed={result['changed']}  [dim](log: {result['log']})[/]")
+    console.print(f"changed={result['changed']}  [dim](log: {escape(result['log'])})[/]")

@@ -6,20 +6,19 @@ from dataclasses import asdict
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from .._doctor import run_checks
+from .._options import project_option
 from .._output import console, emit_json, json_option
+from .._project import current_project
 
 _STYLE = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[red]fail[/]"}
 
 
 @click.command()
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Project directory to check (default: current).",
-)
+@project_option
 @click.option(
     "--stack",
     is_flag=True,
@@ -37,7 +36,7 @@ def doctor(project: Path | None, stack: bool, as_json: bool) -> None:
       memctl doctor
       memctl doctor --project ~/src/app --stack --json
     """
-    directory = (project or Path.cwd()).expanduser().absolute()
+    directory = current_project(project)
     checks = run_checks(directory, stack=stack)
     ok = not any(c.status == "fail" for c in checks)
     if as_json:
@@ -47,7 +46,7 @@ def doctor(project: Path | None, stack: bool, as_json: bool) -> None:
         for column in ("check", "status", "detail", "what to do"):
             table.add_column(column)
         for check in checks:
-            table.add_row(check.name, _STYLE[check.status], check.detail, check.fix)
+            table.add_row(check.name, _STYLE[check.status], escape(check.detail), escape(check.fix))
         console.print(table)
     if not ok:
         raise SystemExit(1)

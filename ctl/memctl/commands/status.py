@@ -8,9 +8,10 @@ from typing import Any
 
 import anyio
 import click
+from rich.markup import escape
 from rich.table import Table
 
-from memory_bridge import MemctlError, StoreError, load_settings
+from memory_bridge import MemctlError, StoreError
 from memory_bridge.stores._url import open_stores
 from memory_bridge.stores.dify._outbox import DurableKnowledgeStore
 
@@ -18,7 +19,10 @@ from .._containers import bridge_container
 from .._inventory import Inventory, Project
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
+from .._project import current_project, provisioned_settings
+from .._proof import prove
 from .._stores import embedded_states
+from .._user_files import files_of
 from ..capture._compile import load_state
 from ..capture._outbox import queued
 from ..capture._paths import CaptureDirs
@@ -36,7 +40,7 @@ async def _probe(name: str, url: str, ping: Any, count: Any) -> dict[str, Any]:
 
 async def collect(project: Path | None) -> dict[str, Any]:
     """One project's stores, outboxes, capture, schema versions (what needs no Docker)."""
-    settings = load_settings(project=project)
+    settings = provisioned_settings(project)
     async with open_stores(settings) as (entries, knowledge):
         report: dict[str, Any] = {
             "project": str(settings.project),
@@ -68,8 +72,14 @@ async def collect(project: Path | None) -> dict[str, Any]:
                 for state in embedded_states(settings)
             },
         }
-        report["ok"] = all(s["healthy"] for s in report["stores"]) and not report.get("outbox", {}).get(
-            "failed"
+        report["clients"] = [
+            {"files": list(p.files), "command": p.command, "ok": p.ok, "tools": p.tools, "error": p.error}
+            for p in await prove(settings.project, "memory", files_of(settings.project))
+        ]
+        report["ok"] = (
+            all(s["healthy"] for s in report["stores"])
+            and not report.get("outbox", {}).get("failed")
+            and all(c["ok"] for c in report["clients"])
         )
         return report
 
@@ -105,26 +115,32 @@ def inventory_status(inventory: Inventory) -> dict[str, Any]:
 
 
 def _health(ok: bool, error: str | None = None) -> str:
-    return "[green]ok[/]" if ok else f"[red]{error or 'failing'}[/]"
+    return "[green]ok[/]" if ok else f"[red]{escape(error or 'failing')}[/]"
 
 
 def _print_project(report: dict[str, Any]) -> None:
     title = f"{report.get('slug') or report['project']}"
     if "note" in report or "error" in report:
-        console.print(f"[bold]{title}[/]: " + (report.get("note") or f"[red]{report['error']}[/]"))
+        console.print(
+            f"[bold]{escape(title)}[/]: "
+            + escape(report.get("note") or "")
+            + (f"[red]{escape(report['error'])}[/]" if "error" in report else "")
+        )
         return
     table = Table(title=f"{title} ({report['mode']}, scope {report['scope']})", title_justify="left")
     for column in ("component", "health", "detail"):
         table.add_column(column, overflow="fold")
     for store in report["stores"]:
         detail = f"{store.get('documents', '-')} documents, {store['url']}"
-        table.add_row(f"{store['store']} store", _health(store["healthy"], store.get("error")), detail)
+        table.add_row(
+            f"{store['store']} store", _health(store["healthy"], store.get("error")), escape(detail)
+        )
     if "outbox" in report:
         box = report["outbox"]
         detail = f"{box['pending']} pending, {box['failed']} failed" + (
             f" (last error: {box['last_error']})" if box["last_error"] else ""
         )
-        table.add_row("writes waiting for Dify", _health(not box["failed"]), detail)
+        table.add_row("writes waiting for Dify", _health(not box["failed"]), escape(detail))
     capture = report["capture"]
     box = capture["outbox"]
     table.add_row(
@@ -135,12 +151,15 @@ def _print_project(report: dict[str, Any]) -> None:
         else f"{box['pending']} documents waiting, {box['failed']} failed",
     )
     table.add_row("last compile", "", str(capture["last_compile"] or "never"))
+    for client in report["clients"]:
+        detail = f"{client['command']}: " + (f"{client['tools']} tools" if client["ok"] else client["error"])
+        table.add_row(", ".join(client["files"]), _health(client["ok"], "cannot start"), escape(detail))
     if "bridge" in report:
         bridge = report["bridge"]
         running = f"{bridge.get('image')} ({bridge.get('image_id')}), since {bridge.get('started_at')}"
         detail = bridge.get("error") or running
         health = "[green]healthy[/]" if bridge["health"] == "healthy" else f"[red]{bridge['health']}[/]"
-        table.add_row(f"bridge {bridge['container']}", health, detail)
+        table.add_row(f"bridge {bridge['container']}", health, escape(detail))
     versions = report["versions"]
     schemas = ", ".join(
         f"{kind} {s['version'] if s['version'] is not None else 'not created'}/{s['latest']}"
@@ -148,7 +167,7 @@ def _print_project(report: dict[str, Any]) -> None:
     )
     stack = ", ".join(f"{k} {versions[k]}" for k in ("bridge", "valkey", "dify") if versions.get(k))
     text = f"memctl {versions['memctl']}; schema {schemas or '-'}" + (f"; {stack}" if stack else "")
-    table.add_row("versions", "", text)
+    table.add_row("versions", "", escape(text))
     table.add_row("embedding model", "", str(report["embedding_model"]))
     console.print(table)
 
@@ -180,8 +199,7 @@ def status(project: Path | None, inventory: Path | None, every: bool, as_json: b
     try:
         target = chosen_inventory(project, inventory, every)
         if target is None:
-            directory = (project or Path.cwd()).expanduser().absolute()
-            report = project_status(registered_project(directory))
+            report = project_status(registered_project(current_project(project)))
         else:
             report = inventory_status(target)
     except MemctlError as exc:

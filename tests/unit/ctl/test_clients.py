@@ -15,12 +15,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl._clients import MANIFEST, SKILLS, Change, Plan, apply, hook_entries, server_entry
+from memctl._clients import MANIFEST, SKILLS, Change, Plan, apply, hook_entries, remove, server_entry
 from memctl._merge import HOOK_SIGNATURE
 from memory_bridge import ConfigError
 
 PROJECT = Path("/work/app")
-ENTRY = {"command": "memctl", "args": ["serve", "--project", str(PROJECT)]}
+ENTRY = {"command": "${HOME}/.local/bin/memctl", "args": ["serve"]}
+"""Claude Code's entry: the launcher through ${HOME}; the server finds the project from its cwd."""
+EDITOR_ENTRY = {
+    "command": "${userHome}/.local/bin/memctl",
+    "args": ["serve", "--project", "${workspaceFolder}"],
+}
+"""Cursor's and VS Code's entry, in their own variables."""
+
+
+def local_entry(plan: Plan) -> dict[str, Any]:
+    """The entry of files that live outside git (Codex, .agents/mcp.json): the launcher's path."""
+    return {"command": str(plan.launcher), "args": ["serve"]}
+
+
 WORKSPACE_FILES = {
     ".mcp.json",
     ".claude/settings.json",
@@ -70,7 +83,7 @@ def test_a_fresh_workspace_gets_every_file_and_a_second_run_writes_nothing(
     first = apply(tmp_path, plan)
     assert actions(first, tmp_path) == dict.fromkeys(WORKSPACE_FILES, "created")
     assert all(change.diff and change.diff.startswith("--- /dev/null") for change in first)
-    assert set(snapshot(tmp_path)) == WORKSPACE_FILES
+    assert set(snapshot(tmp_path)) == WORKSPACE_FILES | {".memory/created.json"}
     before = snapshot(tmp_path)
     second = apply(tmp_path, plan)
     assert {change.action for change in second} == {"unchanged"}
@@ -80,16 +93,19 @@ def test_a_fresh_workspace_gets_every_file_and_a_second_run_writes_nothing(
 
 def test_each_client_gets_its_server_entry(tmp_path: Path, plan: Plan) -> None:
     apply(tmp_path, plan)
-    for name in (".mcp.json", ".cursor/mcp.json", ".agents/mcp.json"):
-        assert read_json(tmp_path / name) == {"mcpServers": {"memory": ENTRY}}
-    assert read_json(tmp_path / ".vscode/mcp.json") == {"servers": {"memory": {"type": "stdio", **ENTRY}}}
+    assert read_json(tmp_path / ".mcp.json") == {"mcpServers": {"memory": ENTRY}}
+    assert read_json(tmp_path / ".cursor/mcp.json") == {"mcpServers": {"memory": EDITOR_ENTRY}}
+    assert read_json(tmp_path / ".agents/mcp.json") == {"mcpServers": {"memory": local_entry(plan)}}
+    vscode = {"servers": {"memory": {"type": "stdio", **EDITOR_ENTRY}}}
+    assert read_json(tmp_path / ".vscode/mcp.json") == vscode
     settings_json = read_json(tmp_path / ".claude/settings.json")
     assert settings_json == {
-        "hooks": hook_entries(plan.command, plan.project),
+        "hooks": hook_entries(plan),
         "enabledMcpjsonServers": ["memory"],
     }
-    assert read_json(tmp_path / ".agents/hooks.json") == {"hooks": hook_entries(plan.command, plan.project)}
-    assert (tmp_path / ".gitignore").read_text() == "# >>> memctl >>>\n/.memory/\n# <<< memctl <<<\n"
+    assert read_json(tmp_path / ".agents/hooks.json") == {"hooks": hook_entries(plan)}
+    gitignore = "# >>> memctl >>>\n/.memory/\n/.agents/mcp.json\n# <<< memctl <<<\n"
+    assert (tmp_path / ".gitignore").read_text() == gitignore
     text = (tmp_path / ".mcp.json").read_text()
     assert text == json.dumps({"mcpServers": {"memory": ENTRY}}, indent=2) + "\n"
 
@@ -105,7 +121,7 @@ def test_skills_are_directories_with_front_matter_and_rules_are_plain(tmp_path: 
         rule = (tmp_path / ".agents/rules" / f"{skill.name}.md").read_text()
         assert body == "\n" + rule and rule.startswith(f"# {skill.title}\n")
     readme = (tmp_path / ".agents/README.md").read_text()
-    assert json.dumps(ENTRY["args"][2]) in readme and "rules/memory-save.md" in readme
+    assert json.dumps(str(plan.launcher)) in readme and "rules/memory-save.md" in readme
 
 
 def test_user_entries_pass_through_and_our_entry_is_replaced_not_duplicated(
@@ -149,16 +165,19 @@ def test_user_entries_pass_through_and_our_entry_is_replaced_not_duplicated(
     assert merged["hooks"]["Stop"] == user_settings["hooks"]["Stop"]
     assert merged["hooks"]["SessionStart"] == [
         user_settings["hooks"]["SessionStart"][0],
-        *hook_entries(plan.command, plan.project)["SessionStart"],
+        *hook_entries(plan)["SessionStart"],
     ]
     commands = json.dumps(merged)
-    assert commands.count(HOOK_SIGNATURE) == len(hook_entries(plan.command, plan.project))
+    assert commands.count(HOOK_SIGNATURE) == len(hook_entries(plan))
 
 
-def test_a_reformatted_file_is_rewritten_once_then_stable(tmp_path: Path, plan: Plan) -> None:
-    write(tmp_path / ".cursor/mcp.json", '{"mcpServers":{"memory":' + json.dumps(ENTRY) + "}}")
-    assert actions(apply(tmp_path, plan), tmp_path)[".cursor/mcp.json"] == "updated"
+def test_a_file_in_the_users_own_format_holding_our_entry_is_left_as_it_is(
+    tmp_path: Path, plan: Plan
+) -> None:
+    text = '{"mcpServers":{"memory":' + json.dumps(EDITOR_ENTRY) + "}}"
+    write(tmp_path / ".cursor/mcp.json", text)
     assert actions(apply(tmp_path, plan), tmp_path)[".cursor/mcp.json"] == "unchanged"
+    assert (tmp_path / ".cursor/mcp.json").read_text() == text
 
 
 @pytest.mark.parametrize("text", ["", "  \n"])
@@ -264,7 +283,7 @@ def test_check_mode_reports_the_same_changes_and_writes_nothing(tmp_path: Path, 
 def test_gitignore_keeps_the_users_lines(tmp_path: Path, plan: Plan) -> None:
     write(tmp_path / ".gitignore", "dist/\r\n# >>> memctl >>>\r\n/old/\r\n# <<< memctl <<<\r\n*.log")
     apply(tmp_path, plan)
-    expected = "dist/\r\n# >>> memctl >>>\r\n/.memory/\r\n# <<< memctl <<<\r\n*.log\r\n"
+    expected = "dist/\r\n# >>> memctl >>>\r\n/.memory/\r\n/.agents/mcp.json\r\n# <<< memctl <<<\r\n*.log\r\n"
     assert (tmp_path / ".gitignore").read_bytes() == expected.encode()
 
 
@@ -296,7 +315,10 @@ def test_codex_config_is_merged_only_when_its_path_is_given(tmp_path: Path) -> N
     text = codex.read_text()
     assert text.startswith("# my Codex settings\n") and "# keep this comment\n[mcp_servers.github]" in text
     parsed = tomllib.loads(text)
-    assert parsed["mcp_servers"] == {"memory": ENTRY, "github": {"command": "gh"}}
+    assert parsed["mcp_servers"] == {
+        "memory": local_entry(Plan(project=PROJECT)),
+        "github": {"command": "gh"},
+    }
     assert parsed["profiles"] == {"fast": {"model": "o4-mini"}}
     again = {c.path: c.action for c in apply(tmp_path / "ws", Plan(project=PROJECT, codex_config=codex))}
     assert again[codex] == "unchanged"
@@ -305,7 +327,7 @@ def test_codex_config_is_merged_only_when_its_path_is_given(tmp_path: Path) -> N
 def test_codex_config_is_created_and_bad_toml_is_refused(tmp_path: Path) -> None:
     codex = tmp_path / "new/config.toml"
     apply(tmp_path / "ws", Plan(project=PROJECT, codex_config=codex))
-    assert tomllib.loads(codex.read_text()) == {"mcp_servers": {"memory": ENTRY}}
+    assert tomllib.loads(codex.read_text()) == {"mcp_servers": {"memory": local_entry(Plan(project=PROJECT))}}
     write(codex, "model = \n")
     with pytest.raises(ConfigError, match=f"{codex}: the file is not valid TOML"):
         apply(tmp_path / "ws", Plan(project=PROJECT, codex_config=codex))
@@ -318,7 +340,9 @@ def test_clients_can_be_chosen_and_the_server_named(tmp_path: Path) -> None:
         ".cursor/mcp.json": "created",
         ".gitignore": "created",
     }
-    assert read_json(tmp_path / ".cursor/mcp.json") == {"mcpServers": {"app-memory": server_entry(plan)}}
+    assert read_json(tmp_path / ".cursor/mcp.json") == {
+        "mcpServers": {"app-memory": server_entry(plan, "cursor")}
+    }
 
 
 @pytest.mark.parametrize(
@@ -421,3 +445,78 @@ def test_hooks_are_left_out_unless_asked_for(tmp_path: Path) -> None:
     assert ".agents/hooks.json" not in names
     settings = json.loads((tmp_path / "ws" / ".claude" / "settings.json").read_text())
     assert "hooks" not in settings and settings["enabledMcpjsonServers"] == ["memory"]
+
+
+USER_FILES = {
+    ".mcp.json": '{\n    "mcpServers": {\n        "github": {"command": "gh",  "args": []}\n    },\n'
+    '    "z": 1\n}',
+    ".claude/settings.json": '{\n\t"permissions": {"allow": ["Bash(ls)"]},\n\t"hooks": {\n\t\t"Stop": [\n'
+    '\t\t\t{"hooks": [{"type": "command", "command": "notify"}]}\n\t\t]\n\t}\n}\n',
+    ".vscode/mcp.json": '{"inputs":[{"id":"k"}],"servers":{"x":{"url":"u"}}}\r\n',
+    ".gitignore": "dist/\n*.log",
+}
+
+
+def test_up_then_down_gives_back_every_file_byte_for_byte(tmp_path: Path, plan: Plan) -> None:
+    for name, text in USER_FILES.items():
+        write(tmp_path / name, text)
+    before = {name: (tmp_path / name).read_bytes() for name in USER_FILES}
+    apply(tmp_path, plan)
+    mcp = (tmp_path / ".mcp.json").read_text()
+    assert mcp.startswith('{\n    "mcpServers": {\n        "github": {"command": "gh",  "args": []},\n'), mcp
+    assert '\n        "memory": {\n            "command"' in mcp, "our entry in the file's own indent"
+    assert (tmp_path / ".vscode/mcp.json").read_text().count("\n") == 1, "a one-line file stays one line"
+
+    remove(tmp_path, plan, purge=True)
+    after = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if ".memory" not in p.parts}
+    assert after == {
+        ".mcp.json",
+        ".claude",
+        ".claude/settings.json",
+        ".vscode",
+        ".vscode/mcp.json",
+        ".gitignore",
+    }
+    assert {name: (tmp_path / name).read_bytes() for name in USER_FILES} == before
+
+
+def test_down_of_a_fresh_workspace_leaves_nothing_but_the_memory(tmp_path: Path, plan: Plan) -> None:
+    (tmp_path / ".memory").mkdir()
+    apply(tmp_path, plan)
+    changes = remove(tmp_path, plan)
+    assert {p.name for p in tmp_path.iterdir()} == {".memory", ".gitignore"}, (
+        "the ignore rule stays with .memory/"
+    )
+    assert ".memory/" in (tmp_path / ".gitignore").read_text()
+    assert sum(c.action == "removed" for c in changes) >= len(WORKSPACE_FILES) - 1
+    remove(tmp_path, plan, purge=True)
+    assert {p.name for p in tmp_path.iterdir()} == {".memory"}
+
+
+def test_a_users_addition_to_our_entry_survives_a_re_run(tmp_path: Path, plan: Plan) -> None:
+    apply(tmp_path, plan)
+    path = tmp_path / ".mcp.json"
+    document = read_json(path)
+    document["mcpServers"]["memory"]["env"] = {"MEMCTL_LOG_LEVEL": "DEBUG"}
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    edited = path.read_bytes()
+    assert actions(apply(tmp_path, plan), tmp_path)[".mcp.json"] == "unchanged"
+    assert path.read_bytes() == edited
+
+
+def test_one_codex_config_serves_every_project_and_down_keeps_it_while_one_is_left(tmp_path: Path) -> None:
+    codex = tmp_path / "codex-home/config.toml"
+    projects = [tmp_path / name for name in ("app", "app2", "app3")]
+    plans = [Plan(project=p, clients=frozenset({"claude"}), codex_config=codex) for p in projects]
+    for plan in plans:
+        apply(plan.project, plan)
+    entries = tomllib.loads(codex.read_text())["mcp_servers"]
+    assert entries == {"memory": local_entry(plans[0])}, "one entry, naming no project"
+    text = codex.read_text()
+    assert all(str(p) not in text for p in projects)
+    remove(projects[0], plans[0])
+    assert codex.read_text() == text, "app2 and app3 still use it"
+    remove(projects[1], plans[1])
+    assert codex.read_text() == text
+    remove(projects[2], plans[2])
+    assert not codex.exists(), "memctl created it; the last project took it back out"

@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl._clients import hook_entries
+from memctl._clients import Plan, hook_entries
 from memctl._merge import (
     HOOK_SIGNATURE,
     OWNED_HOOK_SIGNATURES,
@@ -29,7 +30,7 @@ from memctl._merge import (
 )
 from memory_bridge import ConfigError
 
-OURS = hook_entries()
+OURS = hook_entries(Plan(project=Path("/work/app"), launcher=Path("/opt/memctl/bin/memctl")))
 ENTRY = {"command": "memctl", "args": ["serve", "--project", "/work/app"]}
 TABLE = ("mcp_servers", "memory")
 START, END = "# >>> memctl >>>", "# <<< memctl <<<"
@@ -204,7 +205,8 @@ def test_servers_merge_replaces_only_our_server(document: dict[str, Any]) -> Non
     theirs = document.get("mcpServers", {})
     servers = merged["mcpServers"]
     assert list(servers) == list(theirs) + ([] if "memory" in theirs else ["memory"])
-    assert servers["memory"] == ENTRY
+    mine = theirs.get("memory")
+    assert servers["memory"] == {**(mine if isinstance(mine, dict) else {}), **ENTRY}, "user keys stay"
     for name in theirs.keys() - {"memory"}:
         assert ordered(servers[name]) == ordered(theirs[name])
     again = merge_servers(merged, key="mcpServers", name="memory", entry=ENTRY)

@@ -11,6 +11,9 @@ description:
     C(.agents/), skills, a C(.gitignore) block and optionally Codex's C(config.toml)).
   - The user's own entries pass through untouched; a file memctl owns outright that the user
     edited is reported as a warning and left alone; an unchanged file is not written.
+  - With C(state=present), every distinct server entry is then started exactly as its file
+    says (the client's variable expansion, an ordinary login PATH, the project as working
+    directory) and must answer MCP; one that cannot fails the task, naming the file.
   - Supports check mode and diff mode. Needs memctl importable by the target's Python.
 options:
   workspace:
@@ -34,10 +37,12 @@ options:
     description: Also wire the capture hooks (C(memctl hook <event>)) into the clients.
     type: bool
     default: false
-  command:
-    description: How clients start memctl (C(memctl), or an absolute path).
-    type: str
-    default: memctl
+  purge:
+    description:
+      - With C(state=absent), also take out the C(.gitignore) block that keeps C(.memory/)
+        out of git (use it when the memory is deleted too).
+    type: bool
+    default: false
   state:
     description:
       - C(present) registers the server; C(absent) takes memctl's entries back out of every
@@ -61,8 +66,14 @@ files:
   returned: always
   type: list
   elements: dict
+proof:
+  description: One entry per distinct server start (the files using it, ok, tools or error).
+  returned: when state is present and not in check mode
+  type: list
+  elements: dict
 """
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +95,12 @@ def run(module: AnsibleModule) -> dict[str, Any]:
             clients=frozenset(params["clients"]),
             codex_config=codex,
             hooks=params["hooks"],
-            command=params["command"],
         )
-        act = clients.apply if params["state"] == "present" else clients.remove
-        changes = act(plan.project, plan, check=module.check_mode)
+        if params["state"] == "present":
+            changes = clients.apply(plan.project, plan, check=module.check_mode)
+            changes.append(clients.install_launcher(plan, check=module.check_mode))
+        else:
+            changes = clients.remove(plan.project, plan, check=module.check_mode, purge=params["purge"])
     except errors.ConfigError as exc:
         module.fail_json(msg=str(exc))
     for change in changes:
@@ -98,6 +111,15 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         "changed": bool(written),
         "files": [{"path": str(c.path), "action": c.action} for c in changes],
     }
+    if params["state"] == "present" and not module.check_mode:
+        proof = import_memctl(module, "memctl._proof")
+        anyio = import_memctl(module, "anyio")
+        proofs = anyio.run(proof.prove, plan.project, plan.server_name, [codex] if codex else [])
+        result["proof"] = [asdict(p) for p in proofs]
+        if broken := [p for p in proofs if not p.ok]:
+            problems = "; ".join(f"{', '.join(p.files)} runs {p.command}: {p.error}" for p in broken)
+            message = f"a client cannot start memctl's server as its file says: {problems}"
+            module.fail_json(msg=message, **result)
     if module._diff and written:
         result["diff"] = [{"prepared": c.diff} for c in written if c.diff]
     return result
@@ -116,7 +138,7 @@ def main() -> None:
             "codex_config": {"type": "path"},
             "server_name": {"type": "str", "default": "memory"},
             "hooks": {"type": "bool", "default": False},
-            "command": {"type": "str", "default": "memctl"},
+            "purge": {"type": "bool", "default": False},
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         },
         supports_check_mode=True,
