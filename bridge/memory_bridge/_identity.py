@@ -9,6 +9,7 @@ directory elsewhere keeps every document findable.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import tomllib
 from contextlib import closing
@@ -21,6 +22,7 @@ from ._settings import MEMORY_DIR, Settings, find_project
 __all__ = ["CONFIG_FILE", "find_project", "pin_scope", "pinned_scope", "write_scope"]
 
 CONFIG_FILE = "config.toml"
+_log = logging.getLogger(__name__)
 
 
 def _config(project: Path) -> Path:
@@ -95,10 +97,14 @@ def pin_scope(settings: Settings) -> Settings:
     A scope given by flag, environment or config.toml is used as it is. Otherwise the
     scope the project's existing documents carry (a store made before scopes were pinned,
     perhaps in a directory since renamed) is adopted, else the directory's name.
-    Nothing is written for a project without a `.memory/` directory.
+    Nothing is written for a project without a `.memory/` directory, nor where the
+    project cannot be written (a warning is logged).
     """
     if settings.scope or not settings.memory_dir.is_dir():
         return settings
     scope = _stored_scope(settings) or settings.project_scope
-    write_scope(settings.project, scope)
+    try:
+        write_scope(settings.project, scope)
+    except OSError as exc:  # a read-only project (a container's mount): serve it all the same
+        _log.warning("could not pin scope %r in %s: %s", scope, settings.memory_dir, exc.strerror)
     return settings.model_copy(update={"scope": scope})
