@@ -251,9 +251,10 @@ def test_every_hook_memctl_wrote_runs_with_a_plain_path(sandbox: Sandbox) -> Non
     for relative, event, matcher, command in hooks:
         stdin = hook_payload(project, event, matcher, transcript)
         result = sandbox.run(["sh", "-c", command], cwd=project, stdin=stdin)
-        output = result.stdout + result.stderr
-        if result.returncode == 127 or "not found" in output:
-            failures.append(f"{relative} {event}: `{command}` exited {result.returncode}: {output.strip()}")
+        # Claude Code shows a hook's stderr and reports any exit but 0 (and 2, a block) as an error.
+        if result.returncode != 0 or "not found" in result.stderr:
+            output = (result.stdout + result.stderr).strip()
+            failures.append(f"{relative} {event}: `{command}` exited {result.returncode}: {output}")
     assert not failures, "\n".join(failures)
 
 
@@ -373,8 +374,8 @@ class CodexWorld:
         found = memctl_servers(tables, self.sandbox.codex_config)
         return {name: entry for name, entry in found.items() if entry.get("enabled", True)}
 
-    def start_params(self, entry: Mapping[str, Any], project: Path, path: str) -> StdioServerParameters:
-        """The server as Codex starts it in a session whose directory is `project`: the
+    def start_params(self, entry: Mapping[str, Any], session: Path, path: str) -> StdioServerParameters:
+        """The server as Codex starts it in a session whose directory is `session`: the
         table's command and args, the inherited variables plus `env` and `env_vars`, in the
         table's `cwd` or else the session's directory."""
         base = {**self.sandbox.env, "PATH": path}
@@ -383,7 +384,7 @@ class CodexWorld:
         env |= dict(entry.get("env", {}))
         command = str(entry["command"])
         if "/" not in command and shutil.which(command, path=env["PATH"]) is None:
-            pytest.fail(f"Codex cannot start {command!r} in {project}: not found on PATH={env['PATH']}")
+            pytest.fail(f"Codex cannot start {command!r} in {session}: not found on PATH={env['PATH']}")
         # The SDK client merges its own process's variables under these; name every one it adds.
         for name in ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"):
             env.setdefault(name, "")
@@ -391,7 +392,7 @@ class CodexWorld:
             command=command,
             args=[str(arg) for arg in entry.get("args", [])],
             env=env,
-            cwd=str(entry.get("cwd", project)),
+            cwd=str(entry.get("cwd", session)),
         )
 
 
@@ -423,33 +424,42 @@ def test_codex_lists_memctls_server(codex_world: CodexWorld) -> None:
 @needs_codex
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    "path",
-    [PLAIN_PATH, f"{Path(sys.executable).parent}:{PLAIN_PATH}"],
-    ids=["plain-path", "memctl-on-path"],
+    ("path", "subdirectory"),
+    [
+        (PLAIN_PATH, ""),
+        (PLAIN_PATH, "src/pkg"),
+        (f"{Path(sys.executable).parent}:{PLAIN_PATH}", ""),
+    ],
+    ids=["plain-path", "plain-path-in-subdirectory", "memctl-on-path"],
 )
-async def test_codex_projects_each_see_only_their_own_memory(codex_world: CodexWorld, path: str) -> None:
-    """Issue 22's done-when: Codex starts every configured server in the session's
-    directory, so a project's session must reach that project's memory and no other's.
+async def test_codex_projects_each_see_only_their_own_memory(
+    codex_world: CodexWorld, path: str, subdirectory: str
+) -> None:
+    """Issue 22's done-when: Codex starts every configured server in its session's
+    directory (the directory it runs in, or `-C DIR`; not the git root), so a session in a
+    project, or in a subdirectory of it, must reach that project's memory and no other's.
     `memctl-on-path` is a user who installed memctl (`pip install .`) on PATH."""
     servers = codex_world.servers()
     run = uuid.uuid4().hex[:8]
     keys = {name: f"codex-{name}-{run}" for name in codex_world.projects}
-
-    for name, project in codex_world.projects.items():
+    sessions = {name: project / subdirectory for name, project in codex_world.projects.items()}
+    for where in sessions.values():
+        where.mkdir(parents=True, exist_ok=True)
+    for name, session in sessions.items():
         async with AsyncExitStack() as stack:
             for entry in servers.values():
                 client = await stack.enter_async_context(
-                    Client(codex_world.start_params(entry, project, path), mode="legacy")
+                    Client(codex_world.start_params(entry, session, path), mode="legacy")
                 )
                 note = {"title": name, "body": f"only {name} knows this", "type": "note", "tags": [name]}
                 written = payload(await client.call_tool("memory_set", {"id": keys[name], **note}))
                 assert written["ok"], written
     leaks = []
-    for name, project in codex_world.projects.items():
+    for name, session in sessions.items():
         async with AsyncExitStack() as stack:
             clients = {
                 server: await stack.enter_async_context(
-                    Client(codex_world.start_params(entry, project, path), mode="legacy")
+                    Client(codex_world.start_params(entry, session, path), mode="legacy")
                 )
                 for server, entry in servers.items()
             }
