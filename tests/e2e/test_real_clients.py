@@ -48,7 +48,7 @@ TELEMETRY_OFF = {
     # Inspector: no OS keychain probe; it has no telemetry. Codex: `-c analytics.enabled=false`.
     "MCP_INSPECTOR_SECRET_STORE": "memory",
 }
-CODEX = ("-c", "analytics.enabled=false")
+CODEX = ("-c", "analytics.enabled=false", "-c", "check_for_update_on_startup=false")
 CODEX_INHERITED = ("HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ")
 """The variables Codex passes from its own environment to a stdio MCP server (rmcp-client's
 DEFAULT_ENV_VARS); the server table's `env` and `env_vars` add to them."""
@@ -474,3 +474,51 @@ async def test_codex_projects_each_see_only_their_own_memory(
                     if not result.is_error:
                         leaks.append(f"{name}'s session (server {server!r}) sees {other}'s entry {key}")
     assert not leaks, "\n".join(leaks)
+
+
+@needs_codex
+def test_codex_starts_a_stdio_server_in_its_session_directory(sandbox: Sandbox) -> None:
+    """What the Codex harness above relies on, asked of Codex itself: `codex exec -C DIR`
+    starts a `[mcp_servers.*]` server in DIR (not DIR's git root), and in the table's `cwd`
+    when it has one. The model provider is a closed loopback port, so no turn ever runs;
+    each probe server records its directory and Codex is stopped once both have."""
+    project = sandbox.project()
+    subprocess.run(["git", "init", "-q", str(project)], check=True, env=sandbox.env)
+    session = project / "src"
+    elsewhere = sandbox.root / "elsewhere"
+    session.mkdir()
+    elsewhere.mkdir()
+    seen = {name: sandbox.root / f"{name}.cwd" for name in ("default", "configured")}
+    probe = 'pwd > "$0.part" && mv "$0.part" "$0"; exec cat'
+    sandbox.codex_config.write_text(
+        'model_provider = "closed"\n'
+        'model = "none"\n'
+        "[model_providers.closed]\n"
+        'name = "closed"\n'
+        f'base_url = "http://127.0.0.1:{free_port()}/v1"\n'
+        'wire_api = "responses"\n'
+        "[mcp_servers.probe-default]\n"
+        'command = "/bin/sh"\n'
+        f"args = {json.dumps(['-c', probe, str(seen['default'])])}\n"
+        "[mcp_servers.probe-configured]\n"
+        'command = "/bin/sh"\n'
+        f"args = {json.dumps(['-c', probe, str(seen['configured'])])}\n"
+        f"cwd = {json.dumps(str(elsewhere))}\n"
+    )
+    argv = [str(CLIENTS / "codex"), *CODEX, "exec", "--skip-git-repo-check", "-C", str(session), "say hi"]
+    log = sandbox.root / "codex.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            argv, cwd=sandbox.root, env=sandbox.env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+        )
+        try:
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while not all(path.exists() for path in seen.values()):
+                assert process.poll() is None, f"codex exited first:\n{log.read_text()}"
+                assert time.monotonic() < deadline, f"codex started no probe server:\n{log.read_text()}"
+                time.sleep(0.1)
+        finally:
+            process.terminate()
+            process.wait(timeout=RUN_TIMEOUT)
+    assert seen["default"].read_text().strip() == str(session)
+    assert seen["configured"].read_text().strip() == str(elsewhere)
