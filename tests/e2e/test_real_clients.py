@@ -250,7 +250,9 @@ def test_every_hook_memctl_wrote_runs_with_a_plain_path(sandbox: Sandbox) -> Non
     failures = []
     for relative, event, matcher, command in hooks:
         stdin = hook_payload(project, event, matcher, transcript)
-        result = sandbox.run(["sh", "-c", command], cwd=project, stdin=stdin)
+        # Claude Code gives its hooks CLAUDE_PROJECT_DIR; an agent reading .agents/ may not.
+        env = sandbox.env | ({"CLAUDE_PROJECT_DIR": str(project)} if relative.startswith(".claude/") else {})
+        result = sandbox.run(["sh", "-c", command], cwd=project, stdin=stdin, env=env)
         # Claude Code shows a hook's stderr and reports any exit but 0 (and 2, a block) as an error.
         if result.returncode != 0 or "not found" in result.stderr:
             output = (result.stdout + result.stderr).strip()
@@ -295,12 +297,14 @@ def test_inspector_calls_tools_over_stdio_from_the_rendered_mcp_json(sandbox: Sa
     servers = memctl_servers(json.loads((project / ".mcp.json").read_text())["mcpServers"], project)
     # The Inspector reads `.mcp.json`'s format but does not expand `${VAR}`, which Claude
     # Code does: give it the file as Claude Code reads it, started where Claude Code starts it.
+    # (Whether Claude Code accepts a variable is the Claude Code test's business.)
+    env = sandbox.env | {"CLAUDE_PROJECT_DIR": str(project)}
     expanded = {
         name: {
             **entry,
-            "command": expand(entry["command"], sandbox.env),
-            "args": [expand(arg, sandbox.env) for arg in entry.get("args", [])],
-            "env": {k: expand(v, sandbox.env) for k, v in entry.get("env", {}).items()},
+            "command": expand(entry["command"], env),
+            "args": [expand(arg, env) for arg in entry.get("args", [])],
+            "env": {k: expand(v, env) for k, v in entry.get("env", {}).items()},
         }
         for name, entry in servers.items()
     }
