@@ -69,29 +69,13 @@ class HttpBridge:
 
 
 @contextmanager
-def http_bridge(project: Path, *args: str, **env: str) -> Iterator[HttpBridge]:
-    """Run `memctl serve --http` on a free loopback port until the block ends."""
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memctl",
-            "serve",
-            "--project",
-            str(project),
-            "--http",
-            "--port",
-            str(port),
-            *args,
-        ],
-        env=bridge_env(**env),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base_url = f"http://127.0.0.1:{port}"
+def serving(
+    argv: list[str], env: dict[str, str], base_url: str, *, cwd: Path | None = None, timeout: float = 30
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run a bridge process until the block ends, once its /health answers 200."""
+    process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + timeout
         while True:
             if process.poll() is not None:
                 assert process.stderr is not None
@@ -102,9 +86,9 @@ def http_bridge(project: Path, *args: str, **env: str) -> Iterator[HttpBridge]:
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("bridge did not become healthy within 30 s")
+                raise RuntimeError(f"bridge did not become healthy within {timeout:.0f} s")
             time.sleep(0.1)
-        yield HttpBridge(process, base_url, project)
+        yield process
     finally:
         process.terminate()
         try:
@@ -114,3 +98,13 @@ def http_bridge(project: Path, *args: str, **env: str) -> Iterator[HttpBridge]:
             process.wait()
         if process.stderr is not None:
             process.stderr.close()
+
+
+@contextmanager
+def http_bridge(project: Path, *args: str, **env: str) -> Iterator[HttpBridge]:
+    """Run `memctl serve --http` on a free loopback port until the block ends."""
+    port = free_port()
+    argv = [sys.executable, "-m", "memctl", "serve", "--project", str(project), "--http", "--port", str(port)]
+    base_url = f"http://127.0.0.1:{port}"
+    with serving([*argv, *args], bridge_env(**env), base_url) as process:
+        yield HttpBridge(process, base_url, project)

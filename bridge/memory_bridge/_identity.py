@@ -59,12 +59,10 @@ def write_scope(project: Path, scope: str) -> None:
     current = path.read_text(encoding="utf-8") if path.exists() else ""
     line = f"scope = {_toml_string(scope)}\n"
     lines = current.splitlines(keepends=True)
-    for index, text in enumerate(lines):
-        if text.lstrip().startswith("["):
-            break
-        if text.split("=", 1)[0].strip() in ("scope", '"scope"'):
-            lines[index] = line
-            break
+    top_level = next((i for i, text in enumerate(lines) if text.lstrip().startswith("[")), len(lines))
+    existing = [i for i in range(top_level) if lines[i].split("=", 1)[0].strip() in ("scope", '"scope"')]
+    if existing:
+        lines[existing[0]] = line
     else:
         lines.insert(0, line)
     desired = "".join(lines)

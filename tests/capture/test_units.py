@@ -78,6 +78,7 @@ def test_capture_commands_have_help(args: list[str]) -> None:
 
 
 def test_status_says_when_capture_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / ".memory").mkdir()
     result = CliRunner().invoke(cli, ["status", "--project", str(tmp_path)], catch_exceptions=False)
     capture_row = next(line for line in result.output.splitlines() if "│ capture " in line)
     assert "skipped" in capture_row and "no capture provider configured" in capture_row

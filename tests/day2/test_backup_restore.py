@@ -58,6 +58,7 @@ def test_round_trip_embedded_to_valkey_and_dify_and_back(
     second = tmp_path / "remote.memctl.tar.gz"
     assert memctl("backup", "--project", str(remote), "-o", str(second), "--json").code == 0
     back = tmp_path / "back"
+    back.mkdir()
     home = memctl("restore", "--project", str(back), "-i", str(second), "--json")
     assert home.code == 0, home.stdout
     assert same_entries(entry_records(back), entry_records(source))

@@ -52,18 +52,18 @@ def test_embedded_schema_dry_run_then_apply_then_nothing(tmp_path: Path) -> None
     path = old_entry_store(tmp_path)
     dry = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")
     assert dry.code == 0 and dry.json["changed"] is True
-    assert names(dry.json["pending"]) == ["entries-schema", "knowledge-schema"]
+    assert names(dry.json["pending"]) == ["entries-schema", "knowledge-schema", "project-scope"]
     assert dry.json["pending"][0]["detail"] == f"schema 1 -> {SCHEMA_VERSION}"
     assert user_version(path) == 1  # the dry run changed nothing
 
     applied = memctl("migrate", "--project", str(tmp_path), "--json")
     assert applied.code == 0 and applied.json["changed"] is True
-    assert names(applied.json["applied"]) == ["entries-schema", "knowledge-schema"]
+    assert names(applied.json["applied"]) == ["entries-schema", "knowledge-schema", "project-scope"]
     assert applied.json["pending"] == []
     assert user_version(path) == SCHEMA_VERSION
     assert entry_records(tmp_path)["kept"]["entry"]["body"] == "Survives the migration"
     log = [json.loads(line) for line in (tmp_path / ".memory" / "migrations.jsonl").read_text().splitlines()]
-    assert [entry["name"] for entry in log] == ["entries-schema", "knowledge-schema"]
+    assert [entry["name"] for entry in log] == ["entries-schema", "knowledge-schema", "project-scope"]
 
     again = memctl("migrate", "--project", str(tmp_path), "--json")
     assert (again.code, again.json["changed"], again.json["applied"]) == (0, False, [])
@@ -101,7 +101,7 @@ def test_an_interrupted_valkey_upgrade_completes_on_the_next_run(
     legacy_entries(valkey_server, count)
     project = configure(tmp_path, entry_store=valkey_url, embedding_model="none")
     dry = memctl("migrate", "--project", str(project), "--dry-run", "--json")
-    assert names(dry.json["pending"]) == ["knowledge-schema", "valkey-legacy"]
+    assert names(dry.json["pending"]) == ["knowledge-schema", "valkey-legacy", "project-scope"]
     assert step(dry.json["pending"], "valkey-legacy")["detail"].startswith(
         f"{count} entries without a revision counter"
     )
@@ -150,10 +150,14 @@ def test_dify_slots_get_the_metadata_fields_memctl_writes(tmp_path: Path, dify: 
         f'embedding_model = "none"\nslots = ["knowledge"]\n[dify_datasets]\nlegacy = "{dataset}"\n'
     )
     dry = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")
-    assert names(dry.json["pending"]) == ["entries-schema", "dify-metadata"]
+    assert names(dry.json["pending"]) == ["entries-schema", "dify-metadata", "project-scope"]
     assert step(dry.json["pending"], "dify-metadata")["detail"].startswith("legacy: ")
     applied = memctl("migrate", "--project", str(tmp_path), "--json")
-    assert applied.code == 0 and names(applied.json["applied"]) == ["entries-schema", "dify-metadata"]
+    assert applied.code == 0 and names(applied.json["applied"]) == [
+        "entries-schema",
+        "dify-metadata",
+        "project-scope",
+    ]
     again = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")
     assert again.json["pending"] == []
 

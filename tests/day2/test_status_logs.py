@@ -104,7 +104,9 @@ def test_logs_name_the_newest_run_log_of_the_project(tmp_path: Path, monkeypatch
     runs = tmp_path / "state" / "runs"
     runs.mkdir(parents=True)
     (runs / "20250101-000000-1-site.log").write_text("PLAY RECAP\napp : ok=3 changed=1\n")
-    (runs / "20250101-000001-2-site.log").write_text("PLAY RECAP\nother : ok=3 changed=0\n")
+    (runs / "20250101-000000-1-site.projects.json").write_text(json.dumps({"workspaces": [str(project)]}))
+    (runs / "20250101-000001-2-site.log").write_text("PLAY RECAP\napp : ok=3 changed=0\n")
+    (runs / "20250101-000001-2-site.projects.json").write_text(json.dumps({"workspaces": ["/elsewhere/app"]}))
     monkeypatch.setenv("MEMCTL_STATE_DIR", str(tmp_path / "state"))
     run = memctl("logs", "--project", str(project), "--json")
     assert run.code == 0, run.stdout + run.stderr

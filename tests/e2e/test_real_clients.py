@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
-from ..bridges import MODEL_CACHE, free_port
+from ..bridges import MODEL_CACHE, free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = Path(os.environ.get("MEMCTL_CLIENTS_DIR", ROOT / ".cache" / "clients")) / "bin"
@@ -323,27 +322,9 @@ def served_over_http(sandbox: Sandbox, project: Path) -> Iterator[str]:
     port = free_port()
     argv = [str(memctl), "serve", "--project", str(project), "--http", "--port", str(port)]
     env = {**sandbox.env, "MEMCTL_MODEL_CACHE_DIR": str(MODEL_CACHE)}
-    process = subprocess.Popen(argv, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + RUN_TIMEOUT
-    try:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                assert process.stderr is not None
-                raise AssertionError(f"memctl serve --http exited: {process.stderr.read().decode()}")
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError(f"memctl serve --http answered no /health in {RUN_TIMEOUT} s")
+    with serving(argv, env, base, cwd=project, timeout=RUN_TIMEOUT):
         yield f"{base}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=RUN_TIMEOUT)
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 @needs_inspector

@@ -123,12 +123,13 @@ def test_commands_that_only_look_create_nothing_and_find_the_project_above(tmp_p
     bare = tmp_path / "bare"
     bare.mkdir()
     state = tmp_path / "state"
+    dry = _in(bare, "migrate", "--dry-run", "--json", state=state)
+    assert dry.returncode == 0 and not (bare / ".memory").exists(), "a dry run creates nothing"
     for args in (
         ("status",),
         ("backup", "-o", str(tmp_path / "b.tar.gz")),
         ("audit",),
         ("logs",),
-        ("migrate", "--dry-run"),
         ("restore", "-i", str(tmp_path / "missing.tar.gz")),
     ):
         run = _in(bare, *args, state=state)
@@ -177,3 +178,32 @@ def test_logs_show_the_runs_of_this_project_not_of_another_with_the_same_name(tm
     [source] = json.loads(run.stdout)["sources"]
     newest_other = max((state / "runs").glob("*.log"), key=lambda p: p.stat().st_mtime)
     assert source["path"] != str(newest_other), "the newest run is the other project's"
+
+
+def test_up_counts_every_file_and_down_gives_the_workspace_back(tmp_path: Path) -> None:
+    workspace = tmp_path / "app"
+    workspace.mkdir()
+    mine = '{\n    "mcpServers": {"mine": {"command": "my-server"}},\n    "extra": [1, 2]\n}'
+    (workspace / ".mcp.json").write_text(mine)
+    (workspace / "README.md").write_text("hello\n")
+    report = up_json("--project", str(workspace), state=tmp_path / "state")
+    files = report["projects"][0]["files"]
+    written = [f for f in files if f["action"] in ("created", "updated")]
+    assert len(written) >= 15 and report["changed"] >= len(written), "changed= counts files, not tasks"
+    assert (
+        (workspace / ".mcp.json")
+        .read_text()
+        .startswith('{\n    "mcpServers": {"mine": {"command": "my-server"}')
+    ), "the user's bytes are kept"
+
+    down = memctl("down", "--project", str(workspace), "--json", state=tmp_path / "state")
+    assert down.returncode == 0, down.stderr
+    assert json.loads(down.stdout)["changed"] >= len(written) - 2
+    left = sorted(p.name for p in workspace.iterdir())
+    assert left == [".gitignore", ".mcp.json", ".memory", "README.md"], left
+    assert (workspace / ".mcp.json").read_text() == mine
+    assert "/.memory/" in (workspace / ".gitignore").read_text(), "kept while .memory/ is"
+
+    purge = memctl("down", "--project", str(workspace), "--purge", "--yes", state=tmp_path / "state")
+    assert purge.returncode == 0, purge.stderr
+    assert sorted(p.name for p in workspace.iterdir()) == [".mcp.json", "README.md"]

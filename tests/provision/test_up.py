@@ -19,7 +19,7 @@ from memctl._playbook import PlaybookFailed
 from memctl._provision import provision
 
 from ..bridges import bridge_env, http_bridge
-from .helpers import memctl, rendered_server, tree, up_json, write_inventory
+from .helpers import PLAIN_PATH, memctl, rendered_server, tree, up_json, write_inventory
 
 pytestmark = pytest.mark.anyio
 
@@ -262,12 +262,13 @@ def test_down_takes_memctl_back_out_and_keeps_the_users_files(tmp_path: Path) ->
     assert report.returncode == 0, report.stdout + report.stderr
     record = _project(json.loads(report.stdout))
     assert json.loads((workspace / ".mcp.json").read_text()) == json.loads(mine)
-    assert (workspace / ".gitignore").read_text() == "node_modules/\n"
+    assert (workspace / ".mcp.json").read_text() == mine, "byte for byte"
+    assert "/.memory/" in (workspace / ".gitignore").read_text(), "kept while .memory/ stays"
     assert not (workspace / ".agents" / "README.md").exists()
     assert not (workspace / ".claude" / "skills" / "memory-recall" / "SKILL.md").exists()
     assert edited.read_text() == "my own words\n", "an edited owned file is left alone"
     assert any(f["action"] == "edited-left-alone" for f in record["files"])
-    assert "memory" not in json.loads((workspace / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert not (workspace / ".cursor").exists(), "memctl created it; down takes it back out"
     assert (workspace / ".memory" / "entries.db").exists(), "memory is kept without --purge"
 
     again = memctl("down", "--project", str(workspace), "--json", state=tmp_path / "state")
@@ -279,6 +280,7 @@ def test_down_takes_memctl_back_out_and_keeps_the_users_files(tmp_path: Path) ->
         "down", "--project", str(workspace), "--purge", "--yes", "--json", state=tmp_path / "state"
     )
     assert purged.returncode == 0 and not (workspace / ".memory").exists()
+    assert (workspace / ".gitignore").read_text() == "node_modules/\n", "the block goes with the memory"
 
 
 def test_the_rendered_hooks_run_as_the_client_runs_them(tmp_path: Path) -> None:
@@ -288,11 +290,10 @@ def test_the_rendered_hooks_run_as_the_client_runs_them(tmp_path: Path) -> None:
     hooks = json.loads((workspace / ".claude" / "settings.json").read_text())["hooks"]
     assert set(hooks) == {"SessionStart", "PreCompact", "PostCompact", "SessionEnd", "PostToolUse"}
     command = hooks["SessionStart"][0]["hooks"][0]["command"]
-    assert f"--project {workspace}" in command
+    assert str(workspace) not in command, "the client tells the hook its project"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    bin_dir = Path(os.sys.executable).parent
-    env = {**bridge_env(), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env = {**bridge_env(), "PATH": PLAIN_PATH, "CLAUDE_PROJECT_DIR": str(workspace)}
     started = subprocess.run(
         ["sh", "-c", command],
         input=json.dumps({"session_id": "s-1", "source": "startup", "hook_event_name": "SessionStart"}),

@@ -5,14 +5,14 @@ Valkey entry, one batch of passages, one Dify field) commits on its own, and a s
 check looks at the data, not at a log, so the next run picks up where the last stopped.
 Applied steps are appended to `.memory/migrations.jsonl`.
 
-    project-scope      the project's scope pinned in .memory/config.toml (stores made before
-                       scopes were pinned adopt the scope their documents carry)
     entries-schema     embedded entry store: SQLite schema version (PRAGMA user_version)
     knowledge-schema   embedded knowledge store: its schema version
     valkey-legacy      memory-mcp data in Valkey: entries without a revision counter
     dify-metadata      Dify: the metadata fields memctl writes, on every bound slot
     reembed-knowledge  embedded knowledge: passages without a vector of the current model
     reembed-entries    embedded entries: entries without a vector of the current model
+    project-scope      the project's scope pinned in .memory/config.toml (stores made before
+                       scopes were pinned adopt the scope their documents carry)
 """
 
 from __future__ import annotations
@@ -263,13 +263,13 @@ async def _reembed_entries(settings: Settings) -> tuple[Step, Apply] | None:
 
 
 _STEPS = (
-    _project_scope,
     _entries_schema,
     _knowledge_schema,
     _valkey_legacy,
     _dify_metadata,
     _reembed_knowledge,
     _reembed_entries,
+    _project_scope,  # last: the stores exist by then, and their documents say which scope to adopt
 )
 
 

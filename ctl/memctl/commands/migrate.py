@@ -10,19 +10,19 @@ import anyio
 import click
 from rich.table import Table
 
-from memory_bridge import MemctlError
+from memory_bridge import MemctlError, load_settings
 from memory_bridge.core._migrate import Step, migrate, plan
 
 from .._inventory import Inventory
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
 from .._progress import progress_bars
-from .._project import provisioned_settings
+from .._project import current_project
 from ._runs import chosen_inventory, run_and_report
 
 
 async def _run(project: Path | None, dry_run: bool, show_progress: bool) -> tuple[list[Step], list[Step]]:
-    settings = provisioned_settings(project)
+    settings = load_settings(project=current_project(project))
     if dry_run:
         return [], [s for s in await plan(settings) if s.pending]
     with progress_bars(enabled=show_progress) as progress:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import MemctlError
+from memory_bridge import MemctlError, load_settings
 from memory_bridge._tokens import rotate
 
 from .._options import Duration, project_option
 from .._output import console, emit_json, fail, json_option
-from .._project import provisioned_settings
+from .._project import current_project
 
 DEFAULT_TOKEN_FILE = Path(".memory") / "bridge.token"
 
@@ -58,7 +58,7 @@ def rotate_command(
       memctl token rotate --project ~/src/app --grace 1h --json
     """
     try:
-        settings = provisioned_settings(project)
+        settings = load_settings(project=current_project(project))
         path = token_file or settings.token_file or settings.project / DEFAULT_TOKEN_FILE
         rotation = rotate(path, grace)
     except MemctlError as exc:

@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl._jsontext import JSONPath, append_item, get, has, remove_item, remove_member, set_member
+from memctl._jsontext import JSONPath, append_item, edit_to, get, has, remove_item, remove_member, set_member
 from memory_bridge import ConfigError
+
+from .json_strategies import keys, values
 
 PROPERTY = settings(max_examples=200, deadline=None)
 ENTRY = {"command": "memctl", "args": ["serve"]}
@@ -272,19 +274,6 @@ def test_paths_must_end_as_the_edit_needs() -> None:
 
 # Properties, over arbitrary documents in arbitrary styles.
 
-keys = st.text(max_size=6)
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(10**6), 10**6)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8)
-)
-values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
-    max_leaves=10,
-)
 objects = st.dictionaries(keys, values, max_size=4)
 with_array = st.builds(
     lambda rest, key, array: {**rest, key: array}, objects, keys, st.lists(values, max_size=3)
@@ -456,3 +445,16 @@ def test_edits_of_json_dumps_output_are_json_dumps_output(
     expected = copy.deepcopy(document)
     at(expected, path).append(value)
     assert append_item(text, path, value) == json.dumps(expected, ensure_ascii=False, **style)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), objects, objects)
+def test_edit_to_reaches_any_document_and_keeps_the_text_when_nothing_changes(
+    data: st.DataObject, document: dict[str, Any], other: dict[str, Any]
+) -> None:
+    text = data.draw(rendered(document))
+    assert edit_to(text, json.loads(text)) == text, "nothing to change: the bytes stay"
+    desired = {**{k: v for k, v in document.items() if k not in other}, **other}
+    edited = edit_to(text, desired)
+    assert json.loads(edited) == desired
+    assert edit_to(edited, desired) == edited

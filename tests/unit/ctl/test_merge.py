@@ -30,6 +30,8 @@ from memctl._merge import (
 )
 from memory_bridge import ConfigError
 
+from .json_strategies import values
+
 OURS = hook_entries(Plan(project=Path("/work/app"), launcher=Path("/opt/memctl/bin/memctl")))
 ENTRY = {"command": "memctl", "args": ["serve", "--project", "/work/app"]}
 TABLE = ("mcp_servers", "memory")
@@ -44,18 +46,6 @@ def ordered(value: Any) -> str:
 
 # Arbitrary user JSON.
 
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(10**6), 10**6)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8)
-)
-values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=10,
-)
 commands = st.text(max_size=12) | st.builds(
     lambda before, signature, after: before + signature + after,
     st.text(max_size=5),
