@@ -9,7 +9,6 @@ Bounded: a fixed number of examples per tool, derandomized, loopback only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ import anyio
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from mcp import Client, MCPError
 from mcp_types import CONNECTION_CLOSED
 
@@ -27,60 +25,11 @@ from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
 
 from ..bridges import http_bridge, stdio_params
 from .judge import BOUND_SECONDS, assert_answered
-from .schemas import valid_arguments
+from .strategies import arguments
 
 pytestmark = [pytest.mark.e2e]
 
 EXAMPLES_PER_TOOL = 12
-
-_NAMED = [
-    "",
-    "\x00",
-    "docs/\x00notes.md",
-    ".",
-    "..",
-    "../../../etc/passwd",
-    "/etc/passwd",
-    "docs/../../outside.md",
-    "~/.ssh/id_rsa",
-    "*a*a*a*a*a*a*a*a*a*a*b",
-    "**/**/**/**/**/**/*.md",
-    "[!a-z]{1,3}?*",
-    '"unterminated phrase',
-    "NEAR(alpha beta, 2) OR title:x AND NOT y*",
-    "^ * - : ( ) \" ' ; -- DROP TABLE entries",
-    "a" * 100_000,
-    "\U0001d54f" * 2_000,
-    "\u202eevil\r\n\t\x0b\x1b[31m",
-    "{{7*7}} ${HOME} %s%n",
-]
-HOSTILE_TEXT = st.sampled_from(_NAMED) | st.text(
-    st.characters(exclude_categories=["Cs"]), max_size=40
-)  # lone surrogates are the raw-wire test's business: a client cannot even encode them
-_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=False, allow_infinity=False)
-)
-HOSTILE = st.one_of(
-    HOSTILE_TEXT,
-    _SCALARS,
-    st.lists(HOSTILE_TEXT | _SCALARS, max_size=1_200),
-    st.dictionaries(HOSTILE_TEXT, HOSTILE_TEXT | _SCALARS, max_size=5),
-    st.integers(1, 240).map(lambda depth: json.loads("[" * depth + "]" * depth)),  # the client encodes ~250
-)
-
-
-def arguments(schema: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
-    """Valid arguments from the schema, usually with one of them (or an unknown one) hostile."""
-    valid = valid_arguments(schema)
-    names = [*sorted(schema.get("properties", {})), "unexpected"]
-
-    def spoil(args: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
-        return st.tuples(st.sampled_from(names), HOSTILE).map(lambda kv: {**args, kv[0]: kv[1]})
-
-    return st.one_of(valid, valid.flatmap(spoil), valid.flatmap(spoil), valid.flatmap(spoil))
 
 
 class Session:

@@ -1,16 +1,19 @@
-"""Hypothesis strategies for valid tool arguments, read from a tool's JSON input schema.
+"""Hypothesis strategies for tool arguments, read from a tool's JSON input schema.
 
-Covers the schema keywords pydantic emits for the tools: type, anyOf, enum, $ref/$defs,
-properties/required, items, string lengths and patterns, numeric bounds, item counts.
+`valid_arguments` covers the schema keywords pydantic emits for the tools: type, anyOf,
+enum, $ref/$defs, properties/required, items, string lengths and patterns, numeric bounds,
+item counts. `arguments` then usually swaps one argument for something hostile. Shared by
+the fuzz tests and bench/loop_stall.py.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["valid_arguments"]
+__all__ = ["HOSTILE", "arguments", "valid_arguments"]
 
 _TEXT = st.characters(exclude_categories=["Cs"])  # a lone surrogate is not encodable text
 _LONGEST = 200  # drawn strings stay short; huge ones come from the hostile values
@@ -67,3 +70,53 @@ def _value(schema: dict[str, Any], defs: dict[str, Any]) -> st.SearchStrategy[An
 def valid_arguments(schema: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     """Arguments that satisfy a tool's input schema."""
     return _object(schema, schema.get("$defs", {}))
+
+
+_NAMED = [
+    "",
+    "\x00",
+    "docs/\x00notes.md",
+    ".",
+    "..",
+    "../../../etc/passwd",
+    "/etc/passwd",
+    "docs/../../outside.md",
+    "~/.ssh/id_rsa",
+    "*a*a*a*a*a*a*a*a*a*a*b",
+    "**/**/**/**/**/**/*.md",
+    "[!a-z]{1,3}?*",
+    '"unterminated phrase',
+    "NEAR(alpha beta, 2) OR title:x AND NOT y*",
+    "^ * - : ( ) \" ' ; -- DROP TABLE entries",
+    "a" * 100_000,
+    "\U0001d54f" * 2_000,
+    "\u202eevil\r\n\t\x0b\x1b[31m",
+    "{{7*7}} ${HOME} %s%n",
+]
+HOSTILE_TEXT = st.sampled_from(_NAMED) | st.text(
+    st.characters(exclude_categories=["Cs"]), max_size=40
+)  # lone surrogates are the raw-wire test's business: a client cannot even encode them
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+HOSTILE = st.one_of(
+    HOSTILE_TEXT,
+    _SCALARS,
+    st.lists(HOSTILE_TEXT | _SCALARS, max_size=1_200),
+    st.dictionaries(HOSTILE_TEXT, HOSTILE_TEXT | _SCALARS, max_size=5),
+    st.integers(1, 240).map(lambda depth: json.loads("[" * depth + "]" * depth)),  # the client encodes ~250
+)
+
+
+def arguments(schema: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """Valid arguments from the schema, usually with one of them (or an unknown one) hostile."""
+    valid = valid_arguments(schema)
+    names = [*sorted(schema.get("properties", {})), "unexpected"]
+
+    def spoil(args: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+        return st.tuples(st.sampled_from(names), HOSTILE).map(lambda kv: {**args, kv[0]: kv[1]})
+
+    return st.one_of(valid, valid.flatmap(spoil), valid.flatmap(spoil), valid.flatmap(spoil))
