@@ -123,8 +123,9 @@ class RunningCluster:
 
 
 @contextmanager
-def run_cluster(size: int = 3) -> Iterator[RunningCluster]:
-    """A Valkey Cluster of `size` primaries on loopback ports, all slots assigned."""
+def run_cluster(size: int = 3, *extra: str) -> Iterator[RunningCluster]:
+    """A Valkey Cluster of `size` primaries on loopback ports, all slots assigned; `extra`
+    goes to every node's command line."""
     binary = valkey_server_binary()
     with ExitStack() as stack:
         nodes = []
@@ -142,6 +143,7 @@ def run_cluster(size: int = 3) -> Iterator[RunningCluster]:
                         "2000",
                         "--cluster-port",  # the default, port + 10000, can leave the port range
                         str(free_port()),
+                        *extra,
                     )
                 )
             )

@@ -39,7 +39,9 @@ async def call(client: Client, name: str, args: dict[str, Any]) -> Any:
 
 
 async def test_a_node_dies_and_returns_under_an_open_session(tmp_path: Path) -> None:
-    with run_cluster() as cluster:
+    # Without full coverage required, the live nodes go on serving their slots (the default
+    # makes the whole cluster refuse every command once a node is marked failed).
+    with run_cluster(3, "--cluster-require-full-coverage", "no") as cluster:
         params = stdio_params(tmp_path, MEMCTL_ENTRY_STORE=cluster.url, MEMCTL_SWEEP_INTERVAL_SECONDS="0.2")
         async with Client(params, mode="legacy") as client:
             for id in IDS:
@@ -56,8 +58,8 @@ async def test_a_node_dies_and_returns_under_an_open_session(tmp_path: Path) -> 
             for answer in answers:
                 if answer.is_error:
                     assert_has_reason(answer.content[0].text)
-            served = [a for a in answers[: len(IDS)] if not a.is_error]
-            assert served, "live slots kept serving"
+            served = [a for a in answers[-len(IDS) - 2 : -2] if not a.is_error]
+            assert served, "live slots kept serving"  # in the last round, long after the failure
 
             victim.restart()
             wait_until_formed(cluster)
