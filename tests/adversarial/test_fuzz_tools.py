@@ -4,12 +4,14 @@ Each call gets valid arguments drawn from the tool's input schema, then (most of
 one argument swapped for something hostile: a wrong type, a huge or deeply nested value,
 NUL bytes, FTS5 and glob syntax, path traversal. Every call must be answered (a result, or
 an error that says why) within a bounded wait, and the bridge must still serve afterwards.
-Bounded: a fixed number of examples per tool, derandomized, loopback only.
+The HTTP bridge runs once on the embedded stores and once with its entries on a real
+valkey-server. Bounded: a fixed number of examples per tool, derandomized, loopback only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from memory_bridge.tools._entries import ENTRY_TOOLS
 from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
 
 from ..bridges import http_bridge, stdio_params
+from ..servers import run_server, valkey_server_binary
 from .judge import BOUND_SECONDS, assert_answered
 from .strategies import arguments
 
@@ -61,19 +64,24 @@ def _workspace(project: Path) -> Path:
     return project
 
 
-@pytest.fixture(scope="module", params=["stdio", "http"])
+@pytest.fixture(scope="module", params=["stdio", "http", "http-valkey"])
 def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    """A session per transport; `http-valkey` puts the entries on a real valkey-server."""
     project = _workspace(tmp_path_factory.mktemp("fuzz-project"))
-    with start_blocking_portal() as portal:
+    with start_blocking_portal() as portal, ExitStack() as stack:
         if request.param == "stdio":
-            with portal.wrap_async_context_manager(Client(stdio_params(project), mode="legacy")) as client:
-                yield Session(portal, client)
+            client = stack.enter_context(
+                portal.wrap_async_context_manager(Client(stdio_params(project), mode="legacy"))
+            )
         else:
-            with (
-                http_bridge(project) as bridge,
-                portal.wrap_async_context_manager(Client(bridge.mcp_url, mode="legacy")) as client,
-            ):
-                yield Session(portal, client)
+            args = []
+            if request.param == "http-valkey":
+                args = ["--entry-store", stack.enter_context(run_server(valkey_server_binary())).url]
+            bridge = stack.enter_context(http_bridge(project, *args))
+            client = stack.enter_context(
+                portal.wrap_async_context_manager(Client(bridge.mcp_url, mode="legacy"))
+            )
+        yield Session(portal, client)
 
 
 @pytest.mark.parametrize("tool", [*ENTRY_TOOLS, *KNOWLEDGE_TOOLS])
