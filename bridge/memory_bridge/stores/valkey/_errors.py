@@ -57,11 +57,12 @@ def map_valkey_errors(operation: str, url: str, timeout: float, *, write: bool =
             "check the user and password in the URL",
             operation=operation,
         ) from exc
-    except (vx.TimeoutError, TimeoutError) as exc:
-        late = (
-            f"did not answer within {timeout:g} s" if isinstance(exc, TimeoutError) else f"timed out: {exc}"
-        )
-        raise StoreUnavailable(f"{operation}: Valkey at {url} {late}{unknown}", operation=operation) from exc
+    except (vx.TimeoutError, TimeoutError) as exc:  # a socket timeout, or our call's deadline
+        detail = f" ({exc})" if str(exc) else ""
+        raise StoreUnavailable(
+            f"{operation}: Valkey at {url} did not answer within {timeout:g} s{detail}{unknown}",
+            operation=operation,
+        ) from exc
     except (vx.ConnectionError, vx.BusyLoadingError) as exc:
         raise StoreUnavailable(f"{unavailable}: {exc}{unknown}", operation=operation) from exc
     except (
