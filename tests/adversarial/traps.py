@@ -19,6 +19,8 @@ def hostile_workspace(project: Path) -> dict[str, str]:
     docs.mkdir(parents=True)
     (docs / "real.md").write_text("# Real\n\nA regular file among traps.\n")
     (docs / LONG_NAME).write_text("long name\n")
+    with open(os.path.join(os.fsencode(docs), b"caf\xe9.md"), "w") as latin1:  # not UTF-8
+        latin1.write("a name no JSON client can send back\n")
     os.mkfifo(docs / "notes.md")
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(docs / "sock.md"))

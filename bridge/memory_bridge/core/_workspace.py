@@ -140,6 +140,14 @@ class ScannedFile:
         return {"relPath": self.rel_path, "docName": self.rel_path, "size": self.size, "mtime": self.mtime}
 
 
+def _not_utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def scan_workspace(root: Path, include: GlobSet, ignore: GlobSet, deadline: float) -> list[ScannedFile]:
     """Regular files under `root` matching `include` and not `ignore`; symlinks skipped.
     Past `deadline` (a `time.monotonic()` instant) the scan stops with StoreUnavailable."""
@@ -162,6 +170,8 @@ def scan_workspace(root: Path, include: GlobSet, ignore: GlobSet, deadline: floa
                     operation="scan_documents",
                 )
             rel = rel_dir + name
+            if _not_utf8(rel):
+                continue  # a name no JSON client could send back to absorb it
             try:
                 info = os.lstat(os.path.join(directory, name))
             except OSError:
