@@ -40,8 +40,8 @@ def _translate(pattern: str) -> str:
 
 
 def _text(path: str) -> str:
-    """`path` as valid Unicode: a name that is not UTF-8 gets U+FFFD where it is not."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """`path` as valid Unicode: a lone surrogate (from a name that is not UTF-8) becomes U+FFFDs."""
+    return path.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 class GlobSet:
