@@ -15,8 +15,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from ..bridges import stdio_params
-from ..servers import RunningCluster, run_cluster
+from ..bridges import free_port, stdio_params
+from ..servers import RunningCluster, run_cluster, run_server, valkey_server_binary
 from .judge import BOUND_SECONDS, assert_has_reason
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -73,3 +73,27 @@ async def test_a_node_dies_and_returns_under_an_open_session(tmp_path: Path) -> 
             for id in IDS:
                 got = await call(client, "memory_get", {"id": id})
                 assert json.loads(got.content[0].text)["id"] == id
+
+
+async def test_a_cluster_that_was_never_formed_says_so(tmp_path: Path) -> None:
+    """A node in cluster mode that owns no slot: every call answers why, nothing crashes."""
+    config = tmp_path / "nodes.conf"
+    cluster_port = str(free_port())
+    with run_server(
+        valkey_server_binary(),
+        *("--cluster-enabled", "yes", "--cluster-config-file", str(config), "--cluster-port", cluster_port),
+    ) as node:
+        url = f"valkey+cluster://127.0.0.1:{node.port}"
+        (tmp_path / "project").mkdir()
+        async with Client(
+            stdio_params(tmp_path / "project", MEMCTL_ENTRY_STORE=url), mode="legacy"
+        ) as client:
+            for name, args in [
+                ("memory_get", {"id": "a"}),
+                ("memory_set", {"id": "a", **NOTE}),
+                ("memory_list", {}),
+            ]:
+                answer = await call(client, name, args)
+                assert answer.is_error, name
+                assert_has_reason(answer.content[0].text)
+                assert "Valkey" in answer.content[0].text, answer.content[0].text
