@@ -49,6 +49,7 @@ BULK_TIMEOUT_SECONDS = 120.0
 _WRITES = frozenset({"memory_set", "memory_delete", "memory_rollback", "import"})
 _PROGRESS_STEP = 0.1  # seconds between two moves of a bulk call's deadline
 _BATCH = 500
+_ROUND_TRIP = 100  # entries per export or import round trip: each must answer within the deadline
 _PENDING_OPERATION_SECONDS = 30
 
 
@@ -534,18 +535,27 @@ class ValkeyEntryStore:
             if records:
                 yield records
 
+    async def _export_replies(self, ids: list[str]) -> list[Any]:
+        """(hash, revision, history, pttl) per id, in round trips of _ROUND_TRIP ids."""
+        replies: list[Any] = []
+        for start in range(0, len(ids), _ROUND_TRIP):
+            chunk = ids[start : start + _ROUND_TRIP]
+            if self._cluster:  # keys in many slots: four pipelined reads per id
+                pipe = self._client.pipeline(transaction=False)
+                for id in chunk:
+                    pipe.hgetall(self.keys.entry("mem:", id))
+                    pipe.get(self.keys.entry("memrev:", id))
+                    pipe.lrange(self.keys.entry("memver:", id), 0, -1)
+                    pipe.pttl(self.keys.entry("mem:", id))
+                flat = await pipe.execute()
+                replies += [flat[4 * i : 4 * i + 4] for i in range(len(chunk))]
+            else:  # one script reply per chunk: far less client-side parsing
+                replies += await self._export_many(keys=[], args=[self.keys.prefix, *chunk])
+            _progress()
+        return replies
+
     async def _export_batch(self, ids: list[str]) -> list[EntryRecord]:
-        if self._cluster:  # keys in many slots: four pipelined reads per id
-            pipe = self._client.pipeline(transaction=False)
-            for id in ids:
-                pipe.hgetall(self.keys.entry("mem:", id))
-                pipe.get(self.keys.entry("memrev:", id))
-                pipe.lrange(self.keys.entry("memver:", id), 0, -1)
-                pipe.pttl(self.keys.entry("mem:", id))
-            flat = await pipe.execute()
-            replies = [flat[4 * i : 4 * i + 4] for i in range(len(ids))]
-        else:  # one script reply for the batch: far less client-side parsing
-            replies = await self._export_many(keys=[], args=[self.keys.prefix, *ids])
+        replies = await self._export_replies(ids)
         now = self._clock()
         records = []
         for id, (raw_hash, revision, history, pttl) in zip(ids, replies, strict=True):
@@ -579,19 +589,21 @@ class ValkeyEntryStore:
                     await self._script(self._import, record.id, args_of(record))
                     _progress()
                 return
-            pipe = self._client.pipeline(transaction=False)
-            for record in records:
-                args = {
-                    **args_of(record),
-                    "id": record.id,
-                    "member": self.keys.member(record.id),
-                    "prefix": self.keys.prefix,
-                    "cluster": False,
-                }
-                await self._import(
-                    keys=self.keys.script_keys(record.id), args=[json.dumps(args)], client=pipe
-                )
-            await pipe.execute()
+            for start in range(0, len(records), _ROUND_TRIP):
+                pipe = self._client.pipeline(transaction=False)
+                for record in records[start : start + _ROUND_TRIP]:
+                    args = {
+                        **args_of(record),
+                        "id": record.id,
+                        "member": self.keys.member(record.id),
+                        "prefix": self.keys.prefix,
+                        "cluster": False,
+                    }
+                    await self._import(
+                        keys=self.keys.script_keys(record.id), args=[json.dumps(args)], client=pipe
+                    )
+                await pipe.execute()
+                _progress()
 
         await self._run("import", work, bulk=True)
 
