@@ -34,6 +34,7 @@ class RunningServer:
     process: subprocess.Popen[bytes]
     port: int
     binary: Path
+    command: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -46,36 +47,43 @@ class RunningServer:
         self.process.terminate()
         self.process.wait(timeout=10)
 
+    def kill(self) -> None:
+        """End the server at once (SIGKILL), as a crashed node would."""
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+    def restart(self) -> None:
+        """Start the server again with the command it was started with (same port, same files)."""
+        self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_ping(self.port, self.process)
+
 
 @contextmanager
 def run_server(binary: Path, *extra: str, port: int | None = None) -> Iterator[RunningServer]:
     """Start a server with no persistence on a free loopback port; stop it afterwards."""
     port = port or free_port()
     workdir = tempfile.mkdtemp(prefix="memctl-valkey-")
-    process = subprocess.Popen(
-        [
-            str(binary),
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            workdir,
-            *extra,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    command = (
+        str(binary),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        workdir,
+        *extra,
     )
-    server = RunningServer(process, port, binary)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = RunningServer(process, port, binary, command)
     try:
         wait_for_ping(port, process)
         yield server
     finally:
-        if process.poll() is None:
+        if server.process.poll() is None:
             server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -115,8 +123,9 @@ class RunningCluster:
 
 
 @contextmanager
-def run_cluster(size: int = 3) -> Iterator[RunningCluster]:
-    """A Valkey Cluster of `size` primaries on loopback ports, all slots assigned."""
+def run_cluster(size: int = 3, *extra: str) -> Iterator[RunningCluster]:
+    """A Valkey Cluster of `size` primaries on loopback ports, all slots assigned; `extra`
+    goes to every node's command line."""
     binary = valkey_server_binary()
     with ExitStack() as stack:
         nodes = []
@@ -134,6 +143,7 @@ def run_cluster(size: int = 3) -> Iterator[RunningCluster]:
                         "2000",
                         "--cluster-port",  # the default, port + 10000, can leave the port range
                         str(free_port()),
+                        *extra,
                     )
                 )
             )

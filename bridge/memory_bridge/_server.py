@@ -10,6 +10,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 
+from ._stdio import BridgeServer
 from .tools._entries import ENTRY_TOOLS, register_entry_tools
 from .tools._knowledge import KNOWLEDGE_TOOLS, register_knowledge_tools
 from .tools._state import AppState
@@ -46,7 +47,7 @@ def _outcome(result: HandlerResult) -> str:
 
 def build_server(state: AppState) -> MCPServer[Any]:
     """The MCP server serving `state`'s store, with every call counted and timed."""
-    mcp: MCPServer[Any] = MCPServer(
+    mcp: MCPServer[Any] = BridgeServer(
         SERVER_NAME,
         version=version("memctl"),
         instructions=_INSTRUCTIONS,

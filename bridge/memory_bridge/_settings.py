@@ -155,6 +155,9 @@ class Settings(BaseSettings):
         description="How long an operation_id is remembered for replay.",
     )
     sweep_interval_seconds: float = Field(60.0, gt=0, description="How often expired entries are swept.")
+    tool_timeout_seconds: float = Field(
+        120.0, gt=0, description="Deadline of one tool call; past it the call answers a timeout error."
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", description="Bridge log level."
     )

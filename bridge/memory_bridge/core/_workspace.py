@@ -1,20 +1,23 @@
 """Finding and reading workspace files for scan_documents and absorb_files, safely.
 
-Globs: `**/` is any number of directories, `**` anything, `*` anything but `/`, `?` one
-character but `/`, matched against the whole POSIX relative path. Symlinks are never
-followed out of the workspace: scanning skips them, and absorbing refuses a path whose
-real location is outside the workspace.
+Globs are those of `_glob`. Symlinks are never followed out of the workspace: scanning
+skips them, and absorbing refuses a path whose real location is outside the workspace.
+Only regular files are opened (a FIFO, socket or device is refused before any open, and
+the open itself cannot block or follow a link), and a scan stops at its deadline. Both
+are blocking work, for a worker thread: the tools run them with `anyio.to_thread`.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
+
+from .._errors import StoreUnavailable
+from ._glob import GlobSet
 
 __all__ = [
     "DEFAULT_IGNORE",
@@ -24,6 +27,8 @@ __all__ = [
     "read_workspace_file",
     "scan_workspace",
 ]
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 DEFAULT_INCLUDE = ("**/*.md", "**/*.mdx", "**/*.markdown", "**/*.txt", "**/*.rst", "**/*.adoc")
 
@@ -125,33 +130,6 @@ _IGNORED_NAMES = (
 DEFAULT_IGNORE = tuple(g for name in _IGNORED_NAMES for g in (f"**/{name}", f"**/{name}/**"))
 
 
-@lru_cache(maxsize=512)
-def _glob(pattern: str) -> re.Pattern[str]:
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def _matches(path: str, patterns: tuple[str, ...]) -> bool:
-    return any(_glob(p).match(path) for p in patterns)
-
-
 @dataclass(frozen=True, slots=True)
 class ScannedFile:
     rel_path: str
@@ -162,22 +140,43 @@ class ScannedFile:
         return {"relPath": self.rel_path, "docName": self.rel_path, "size": self.size, "mtime": self.mtime}
 
 
-def scan_workspace(root: Path, include: tuple[str, ...], ignore: tuple[str, ...]) -> list[ScannedFile]:
-    """Files under `root` matching an include glob and no ignore glob; symlinks skipped."""
+def _not_utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def scan_workspace(root: Path, include: GlobSet, ignore: GlobSet, deadline: float) -> list[ScannedFile]:
+    """Regular files under `root` matching `include` and not `ignore`; symlinks skipped.
+    Past `deadline` (a `time.monotonic()` instant) the scan stops with StoreUnavailable."""
     found: list[ScannedFile] = []
+    seen = 0
     for directory, dirnames, filenames in os.walk(root, followlinks=False):
         rel_dir = os.path.relpath(directory, root).replace(os.sep, "/")
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if not os.path.islink(os.path.join(directory, d)) and not _matches(rel_dir + d, ignore)
+            if not os.path.islink(os.path.join(directory, d)) and not ignore.matches(rel_dir + d)
         )
         for name in filenames:
+            seen += 1
+            if time.monotonic() > deadline:
+                raise StoreUnavailable(
+                    f"scan_documents: the workspace scan ran out of time after {seen} files; "
+                    "narrow include or add ignore globs",
+                    operation="scan_documents",
+                )
             rel = rel_dir + name
-            full = os.path.join(directory, name)
-            info = os.lstat(full)
-            if not stat.S_ISREG(info.st_mode) or _matches(rel, ignore) or not _matches(rel, include):
+            if _not_utf8(rel):
+                continue  # a name no JSON client could send back to absorb it
+            try:
+                info = os.lstat(os.path.join(directory, name))
+            except OSError:
+                continue  # removed while scanning
+            if not stat.S_ISREG(info.st_mode) or ignore.matches(rel) or not include.matches(rel):
                 continue
             mtime = datetime.fromtimestamp(info.st_mtime, tz=UTC).isoformat(timespec="seconds")
             found.append(ScannedFile(rel, info.st_size, mtime.replace("+00:00", "Z")))
@@ -192,27 +191,60 @@ class AbsorbRead:
     error: str | None = None
 
 
-def read_workspace_file(root: Path, requested: str, max_bytes: int) -> AbsorbRead:
-    """Read one workspace file as UTF-8, refusing anything that is not inside `root`."""
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link that leads nowhere (dangling or a loop)"
+    return "an unusual file"
+
+
+def _resolve(root: Path, requested: str) -> tuple[str, str] | AbsorbRead:
+    """(real path, relative path) of a request, or the refusal."""
+    if "\0" in requested:
+        return AbsorbRead(requested, error="the path contains a NUL byte")
     rel = requested.replace("\\", "/").lstrip("/")
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(os.path.join(real_root, rel))
+    try:
+        real_root = os.path.realpath(root)
+        real = os.path.realpath(os.path.join(real_root, rel))
+    except (OSError, ValueError) as exc:  # a name the file system cannot take
+        return AbsorbRead(rel, error=f"not a usable file name: {exc}")
     if os.path.commonpath([real_root, real]) != real_root:
         return AbsorbRead(rel, error="path escapes the workspace (directly or through a symlink)")
-    rel = os.path.relpath(real, real_root).replace(os.sep, "/")
+    return real, os.path.relpath(real, real_root).replace(os.sep, "/")
+
+
+def read_workspace_file(root: Path, requested: str, max_bytes: int) -> AbsorbRead:
+    """Read one regular workspace file as UTF-8, refusing anything that is not inside `root`
+    or not a regular file, without ever blocking on one (FIFO, device, socket)."""
+    resolved = _resolve(root, requested)
+    if isinstance(resolved, AbsorbRead):
+        return resolved
+    real, rel = resolved
     try:
-        descriptor = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
+        before = os.lstat(real)
+        if not stat.S_ISREG(before.st_mode):
+            return AbsorbRead(rel, error=f"{_kind(before.st_mode)}, not a regular file")
+        descriptor = os.open(real, _OPEN_FLAGS)
     except OSError as exc:
         return AbsorbRead(rel, error=f"cannot open: {exc.strerror}")
-    with os.fdopen(descriptor, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return AbsorbRead(rel, error="not a regular file")
+    with os.fdopen(descriptor, "rb", closefd=True) as handle:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (before.st_dev, before.st_ino):
+            return AbsorbRead(rel, error="the file was replaced while it was being opened")
         if info.st_size > max_bytes:
             return AbsorbRead(
                 rel, size=info.st_size, error=f"file is {info.st_size} bytes, over the {max_bytes} limit"
             )
         data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        return AbsorbRead(rel, size=len(data), error=f"file grew over the {max_bytes} limit while read")
     try:
         return AbsorbRead(rel, text=data.decode("utf-8"), size=len(data))
     except UnicodeDecodeError:

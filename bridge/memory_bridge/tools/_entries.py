@@ -29,6 +29,9 @@ from ._state import AppState
 
 __all__ = ["ENTRY_TOOLS", "register_entry_tools"]
 
+MAX_TTL_SECONDS = 100 * 366 * 86_400  # a century: any larger expiry overflows a store's clock
+MAX_INT64 = 2**63 - 1  # the largest integer a store can take
+
 ENTRY_TOOLS = (
     "memory_search",
     "memory_get",
@@ -44,7 +47,7 @@ ENTRY_TOOLS = (
 def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
     """Add the entry tools to `mcp`, serving `state.store`."""
     settings = state.settings
-    tool = tool_registrar(mcp)
+    tool = tool_registrar(mcp, settings.tool_timeout_seconds)
 
     @tool("Search memory entries", READ_ONLY)
     async def memory_search(
@@ -94,12 +97,14 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         source: Source = "unknown",
         project: ProjectName = "",
         ttl: Annotated[
-            int | None, Field(gt=0, description="Expire the entry after this many seconds.")
+            int | None,
+            Field(gt=0, le=MAX_TTL_SECONDS, description="Expire the entry after this many seconds."),
         ] = None,
         if_version: Annotated[
             int | None,
             Field(
                 ge=0,
+                le=MAX_INT64,
                 description="Write only if the entry is at this revision (0 = only if it does not exist).",
             ),
         ] = None,
@@ -168,7 +173,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
     async def memory_rollback(
         id: ExistingId,
         version_index: Annotated[
-            int, Field(ge=0, description="Index in memory_history's versions (0 = newest).")
+            int, Field(ge=0, le=MAX_INT64, description="Index in memory_history's versions (0 = newest).")
         ],
     ) -> ToolResult:
         """Restore an entry to a version from its history; also brings back a deleted entry."""

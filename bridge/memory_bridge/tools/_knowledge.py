@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._errors import NotFound
+from .._errors import NotFound, StoreUnavailable
 from ..core import _knowledge as kn
 from ..core._audit import audit_memory
-from ..core._workspace import DEFAULT_IGNORE, DEFAULT_INCLUDE, read_workspace_file, scan_workspace
+from ..core._glob import GlobSet
+from ..core._workspace import (
+    DEFAULT_IGNORE,
+    DEFAULT_INCLUDE,
+    AbsorbRead,
+    read_workspace_file,
+    scan_workspace,
+)
 from ..stores._knowledge import DocMetadata
 from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolResult, tool_registrar
 from ._state import AppState
@@ -47,6 +56,10 @@ DocumentId = Annotated[
 DocName = Annotated[
     str, Field(min_length=1, max_length=180, description="Document name; unique in its slot.")
 ]
+Glob = Annotated[str, Field(max_length=500)]
+Globs = Annotated[list[Glob], Field(max_length=200)]
+SCAN_SECONDS = 20.0  # a workspace scan gives up after this
+READ_SECONDS = 10.0  # reading one file to absorb gives up after this
 Threshold = Annotated[float, Field(ge=0, le=1, description="Drop records scoring below this (0..1).")]
 AuditClass = Literal["stale-plans", "missing-metadata", "stale-project-lore", "duplicate-error-pattern"]
 AtomType = Literal[
@@ -110,7 +123,7 @@ def _dump(model: BaseModel | None) -> dict[str, Any] | None:
 def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
     settings = state.settings
     ctx = kn.KnowledgeContext(state.knowledge, settings.project_scope, settings.max_results)
-    tool = tool_registrar(mcp)
+    tool = tool_registrar(mcp, settings.tool_timeout_seconds)
 
     @tool("Search knowledge memory", READ_ONLY)
     async def search_memory(
@@ -332,15 +345,23 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
 
     @tool("Scan workspace documents", READ_ONLY)
     async def scan_documents(
-        include: Annotated[
-            list[str] | None, Field(description="Globs replacing the default includes.")
-        ] = None,
-        ignore: Annotated[list[str] | None, Field(description="Globs added to the ignore list.")] = None,
+        include: Annotated[Globs | None, Field(description="Globs replacing the default includes.")] = None,
+        ignore: Annotated[Globs | None, Field(description="Globs added to the ignore list.")] = None,
     ) -> ToolResult:
         """Documentation files in the project that absorb_files could add (symlinks skipped)."""
         includes = tuple(include or DEFAULT_INCLUDE)
         ignores = DEFAULT_IGNORE + tuple(ignore or ())
-        files = scan_workspace(settings.project, includes, ignores)
+        matchers = GlobSet(includes, field="include"), GlobSet(ignores, field="ignore")
+        deadline = time.monotonic() + SCAN_SECONDS
+        files = None
+        with anyio.move_on_after(SCAN_SECONDS + 1):  # the scan stops itself; this covers a hung stat
+            files = await anyio.to_thread.run_sync(
+                scan_workspace, settings.project, *matchers, deadline, abandon_on_cancel=True
+            )
+        if files is None:
+            raise StoreUnavailable(
+                "scan_documents: the file system did not answer in time", operation="scan_documents"
+            )
         return {
             "root": str(settings.project),
             "include": list(includes),
@@ -348,6 +369,15 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
             "total": len(files),
             "files": [f.to_dict() for f in files],
         }
+
+    async def _read(requested: str) -> AbsorbRead:
+        """One file, read in a worker thread; a read that hangs is refused for that file."""
+        root, limit = Path(settings.project), settings.absorb_max_file_bytes
+        with anyio.move_on_after(READ_SECONDS):
+            return await anyio.to_thread.run_sync(
+                read_workspace_file, root, requested, limit, abandon_on_cancel=True
+            )
+        return AbsorbRead(requested, error=f"reading it did not finish within {READ_SECONDS:g} s")
 
     @tool("Absorb workspace files", WRITE)
     async def absorb_files(
@@ -363,7 +393,7 @@ def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
         slot = await kn.resolve_slot(state.knowledge, dataset or settings.absorb_default_dataset)
         results: list[dict[str, Any]] = []
         for requested in files:
-            read = read_workspace_file(Path(settings.project), requested, settings.absorb_max_file_bytes)
+            read = await _read(requested)
             if read.error is not None or read.text is None:
                 results.append({"file": requested, "ok": False, "error": read.error})
             elif dryRun:

@@ -1,4 +1,5 @@
-"""Registering a tool: cleaned docstring as description, store errors as error results."""
+"""Registering a tool: cleaned docstring as description, store errors and the call's
+deadline as error results."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
@@ -35,25 +37,42 @@ def error_result(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
-def _store_errors_as_results(fn: ToolFn) -> Callable[..., Awaitable[Any]]:
+def _timeout_message(name: str, timeout: float, annotations: ToolAnnotations) -> str:
+    message = f"{name} did not finish within {timeout:g} s and was stopped"
+    if annotations.read_only_hint:
+        return message + "; retry it, or narrow the request"
+    return (
+        message + "; whether it changed anything is unknown: read the current state before retrying, "
+        "or retry with the same operation_id where the tool takes one"
+    )
+
+
+def _errors_as_results(
+    fn: ToolFn, name: str, timeout: float, annotations: ToolAnnotations
+) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return await fn(*args, **kwargs)
+            with anyio.fail_after(timeout):
+                return await fn(*args, **kwargs)
         except StoreError as exc:
             return error_result(str(exc))
+        except TimeoutError:
+            return error_result(_timeout_message(name, timeout, annotations))
 
     return wrapper
 
 
-def tool_registrar(mcp: MCPServer[Any]) -> Callable[..., Callable[[ToolFn], ToolFn]]:
-    """`@tool(title, annotations, name=...)`: add a function to `mcp` as a tool."""
+def tool_registrar(mcp: MCPServer[Any], timeout: float) -> Callable[..., Callable[[ToolFn], ToolFn]]:
+    """`@tool(title, annotations, name=...)`: add a function to `mcp` as a tool that answers
+    an error result once it has run for `timeout` seconds."""
 
     def tool(title: str, annotations: ToolAnnotations, name: str | None = None) -> Callable[[ToolFn], ToolFn]:
         def register(fn: ToolFn) -> ToolFn:
+            tool_name = name or fn.__name__
             mcp.add_tool(
-                _store_errors_as_results(fn),
-                name=name or fn.__name__,
+                _errors_as_results(fn, tool_name, timeout, annotations),
+                name=tool_name,
                 title=title,
                 description=inspect.cleandoc(fn.__doc__ or ""),
                 annotations=annotations,

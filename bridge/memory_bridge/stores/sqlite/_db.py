@@ -65,6 +65,16 @@ class Database:
             conn.execute("COMMIT")
             return result
 
+    def probe(self, operation: str, sql: str) -> None:
+        """Run one read on a read-only connection of its own, blocking: a health check that
+        never queues behind this process's calls (a WAL reader does not wait for a writer)."""
+        with map_sqlite_errors(operation, str(self.path)):
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+            try:
+                conn.execute(sql).fetchone()
+            finally:
+                conn.close()
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()

@@ -618,7 +618,10 @@ class SqliteEntryStore:
     async def ping(self) -> None:
         if not os.path.exists(self.path):
             raise StoreUnavailable(f"embedded store {self.path} was removed", operation="health")
-        await self.count()
+        # Not through the shared connection: a call stuck on the write lock would hold /health.
+        await anyio.to_thread.run_sync(
+            self._db.probe, "health", "SELECT value FROM meta WHERE key = 'entry_count'"
+        )
 
     async def close(self) -> None:
         self._db.close()

@@ -98,9 +98,13 @@ def _filter_sql(flt: KnowledgeFilter) -> tuple[list[str], list[Any]]:
         if value is not None:
             clauses.append(f"d.{name} = ?")
             params.append(value)
-    for tag in flt.tags:
-        clauses.append("d.rowid IN (SELECT document FROM document_tags WHERE tag = ?)")
-        params.append(tag)
+    tags = sorted(set(flt.tags))
+    if tags:  # one clause, one parameter, however many tags (a clause each overflowed SQLite's parser)
+        clauses.append(
+            "d.rowid IN (SELECT document FROM document_tags WHERE tag IN (SELECT value FROM json_each(?))"
+            " GROUP BY document HAVING COUNT(*) = ?)"
+        )
+        params += [json.dumps(tags), len(tags)]
     return clauses, params
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import anyio
@@ -40,12 +41,32 @@ from ._url import ValkeyTarget, parse_valkey_url
 __all__ = ["ValkeyEntryStore"]
 
 T = TypeVar("T")
-CALL_TIMEOUT_SECONDS = 2.0  # one entry: an outage shows within this
-# Reads over many entries (search, list, prune, export, import) may take longer on a large
-# store; an outage still shows within a second or two through the socket timeouts.
+CALL_TIMEOUT_SECONDS = 2.0  # a server silent for this long is an outage, whatever the call
+# Calls over many entries (search, list, prune, export, import) may take longer on a large
+# store, as long as the server keeps answering: each answer moves their deadline on by
+# CALL_TIMEOUT_SECONDS, up to this in all.
 BULK_TIMEOUT_SECONDS = 120.0
+_WRITES = frozenset({"memory_set", "memory_delete", "memory_rollback", "import"})
+_PROGRESS_STEP = 0.1  # seconds between two moves of a bulk call's deadline
 _BATCH = 500
+_ROUND_TRIP = 100  # entries per export or import round trip: each must answer within the deadline
 _PENDING_OPERATION_SECONDS = 30
+
+
+_bulk_deadline: ContextVar[tuple[anyio.CancelScope, float] | None] = ContextVar(
+    "memctl_valkey_bulk_deadline", default=None
+)
+
+
+def _progress() -> None:
+    """The server answered: give the running bulk call (if any) another CALL_TIMEOUT_SECONDS."""
+    current = _bulk_deadline.get()
+    if current is None:
+        return
+    scope, limit = current
+    moved = min(limit, anyio.current_time() + CALL_TIMEOUT_SECONDS)
+    if moved - scope.deadline >= _PROGRESS_STEP:
+        scope.deadline = moved
 
 
 def _text(value: bytes | str | None) -> str:
@@ -167,16 +188,43 @@ class ValkeyEntryStore:
     # -- plumbing ---------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def _call(self, operation: str, timeout: float = CALL_TIMEOUT_SECONDS) -> AsyncIterator[None]:
+    async def _call(self, operation: str, *, bulk: bool = False) -> AsyncIterator[None]:
+        """A deadline of CALL_TIMEOUT_SECONDS; a bulk call's moves on with each answer."""
         self._connected()
-        with map_valkey_errors(operation, self.url, timeout), anyio.fail_after(timeout):
-            yield
+        write = operation in _WRITES
+        try:
+            with map_valkey_errors(operation, self.url, CALL_TIMEOUT_SECONDS, write=write):
+                with anyio.fail_after(CALL_TIMEOUT_SECONDS) as scope:
+                    limit = scope.deadline + BULK_TIMEOUT_SECONDS - CALL_TIMEOUT_SECONDS
+                    token = _bulk_deadline.set((scope, limit) if bulk else None)
+                    try:
+                        yield
+                    finally:
+                        _bulk_deadline.reset(token)
+        except StoreUnavailable:
+            if self._cluster:
+                await self._drop_client()
+            raise
+
+    async def _drop_client(self) -> None:
+        """Forget a cluster client after an outage: the next call starts afresh from every
+        configured node. (The client drops each node that fails it from its own list, so
+        after a node failure it could end with none and never find the node's return.)"""
+        client, self._client = self._client, None
+        if client is None:  # another call dropped it first
+            return
+        with (
+            suppress(StoreError),
+            anyio.move_on_after(CALL_TIMEOUT_SECONDS),
+            map_valkey_errors("close", self.url, CALL_TIMEOUT_SECONDS),
+        ):
+            await client.aclose()
 
     async def _run(self, operation: str, work: Callable[[], Awaitable[T]], *, bulk: bool = False) -> T:
         if not self._count_ready:
-            async with self._call("count", BULK_TIMEOUT_SECONDS):
+            async with self._call("count", bulk=True):
                 await self._ensure_count()
-        async with self._call(operation, BULK_TIMEOUT_SECONDS if bulk else CALL_TIMEOUT_SECONDS):
+        async with self._call(operation, bulk=bulk):
             return await work()
 
     async def _ensure_count(self) -> None:
@@ -195,6 +243,7 @@ class ValkeyEntryStore:
         """Ids of every key of one kind (mem:, memver:, memrev:), in batches."""
         batch: list[str] = []
         async for key in self._client.scan_iter(match=self.keys.pattern(kind), count=1000):
+            _progress()
             batch.append(self.keys.id_of_key(kind, _text(key)))
             if len(batch) >= 1000:
                 yield batch
@@ -215,6 +264,7 @@ class ValkeyEntryStore:
                 replies = await pipe.execute()
             else:
                 replies = await self._fetch_many(keys=[], args=[self.keys.prefix, *chunk])
+            _progress()
             for id, raw in zip(chunk, replies, strict=True):
                 fields = _decode_hash(raw)
                 if "title" in fields:
@@ -453,6 +503,7 @@ class ValkeyEntryStore:
                 for id in batch:
                     pipe.hget(self.keys.entry("mem:", id), "hits")
                 zero += sum(1 for hits in await pipe.execute() if int(hits or 0) == 0)
+                _progress()
             return zero
 
         value = await self._run("hits_zero_count", work, bulk=True)
@@ -473,29 +524,38 @@ class ValkeyEntryStore:
 
     async def export_records(self) -> AsyncIterator[list[EntryRecord]]:
         ids: set[str] = set()
-        async with self._call("export", BULK_TIMEOUT_SECONDS):
+        async with self._call("export", bulk=True):
             for kind in ("mem:", "memver:", "memrev:"):
                 async for batch in self._scan_ids(kind):
                     ids.update(batch)
         ordered = sorted(ids)
         for start in range(0, len(ordered), _BATCH):
-            async with self._call("export", BULK_TIMEOUT_SECONDS):
+            async with self._call("export", bulk=True):
                 records = await self._export_batch(ordered[start : start + _BATCH])
             if records:
                 yield records
 
+    async def _export_replies(self, ids: list[str]) -> list[Any]:
+        """(hash, revision, history, pttl) per id, in round trips of _ROUND_TRIP ids."""
+        replies: list[Any] = []
+        for start in range(0, len(ids), _ROUND_TRIP):
+            chunk = ids[start : start + _ROUND_TRIP]
+            if self._cluster:  # keys in many slots: four pipelined reads per id
+                pipe = self._client.pipeline(transaction=False)
+                for id in chunk:
+                    pipe.hgetall(self.keys.entry("mem:", id))
+                    pipe.get(self.keys.entry("memrev:", id))
+                    pipe.lrange(self.keys.entry("memver:", id), 0, -1)
+                    pipe.pttl(self.keys.entry("mem:", id))
+                flat = await pipe.execute()
+                replies += [flat[4 * i : 4 * i + 4] for i in range(len(chunk))]
+            else:  # one script reply per chunk: far less client-side parsing
+                replies += await self._export_many(keys=[], args=[self.keys.prefix, *chunk])
+            _progress()
+        return replies
+
     async def _export_batch(self, ids: list[str]) -> list[EntryRecord]:
-        if self._cluster:  # keys in many slots: four pipelined reads per id
-            pipe = self._client.pipeline(transaction=False)
-            for id in ids:
-                pipe.hgetall(self.keys.entry("mem:", id))
-                pipe.get(self.keys.entry("memrev:", id))
-                pipe.lrange(self.keys.entry("memver:", id), 0, -1)
-                pipe.pttl(self.keys.entry("mem:", id))
-            flat = await pipe.execute()
-            replies = [flat[4 * i : 4 * i + 4] for i in range(len(ids))]
-        else:  # one script reply for the batch: far less client-side parsing
-            replies = await self._export_many(keys=[], args=[self.keys.prefix, *ids])
+        replies = await self._export_replies(ids)
         now = self._clock()
         records = []
         for id, (raw_hash, revision, history, pttl) in zip(ids, replies, strict=True):
@@ -527,20 +587,23 @@ class ValkeyEntryStore:
             if self._cluster:
                 for record in records:
                     await self._script(self._import, record.id, args_of(record))
+                    _progress()
                 return
-            pipe = self._client.pipeline(transaction=False)
-            for record in records:
-                args = {
-                    **args_of(record),
-                    "id": record.id,
-                    "member": self.keys.member(record.id),
-                    "prefix": self.keys.prefix,
-                    "cluster": False,
-                }
-                await self._import(
-                    keys=self.keys.script_keys(record.id), args=[json.dumps(args)], client=pipe
-                )
-            await pipe.execute()
+            for start in range(0, len(records), _ROUND_TRIP):
+                pipe = self._client.pipeline(transaction=False)
+                for record in records[start : start + _ROUND_TRIP]:
+                    args = {
+                        **args_of(record),
+                        "id": record.id,
+                        "member": self.keys.member(record.id),
+                        "prefix": self.keys.prefix,
+                        "cluster": False,
+                    }
+                    await self._import(
+                        keys=self.keys.script_keys(record.id), args=[json.dumps(args)], client=pipe
+                    )
+                await pipe.execute()
+                _progress()
 
         await self._run("import", work, bulk=True)
 
@@ -562,21 +625,23 @@ class ValkeyEntryStore:
     async def legacy_ids(self) -> list[str]:
         """Ids of entries without a revision counter (written by memory-mcp before 1.1)."""
         legacy: list[str] = []
-        async with self._call("migrate", BULK_TIMEOUT_SECONDS):
+        async with self._call("migrate", bulk=True):
             async for batch in self._scan_ids("mem:"):
                 pipe = self._client.pipeline(transaction=False)
                 for id in batch:
                     pipe.exists(self.keys.entry("memrev:", id))
                 legacy += [id for id, has in zip(batch, await pipe.execute(), strict=True) if not has]
+                _progress()
         return legacy
 
     async def upgrade_legacy(self, ids: Sequence[str]) -> int:
         """Give each legacy entry a revision counter and a first snapshot, one atomic script
         per entry; return how many were upgraded (already upgraded ones are skipped)."""
-        async with self._call("migrate", BULK_TIMEOUT_SECONDS):
+        async with self._call("migrate", bulk=True):
             done = 0
             for id in ids:
                 done += int(await self._upgrade(keys=self.keys.entry_keys(id), args=[]))
+                _progress()
             return done
 
     async def ping(self) -> None:
