@@ -11,7 +11,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from .._errors import StoreError
+from .._errors import StoreError, StoreUnavailable
 
 __all__ = ["DESTRUCTIVE", "READ_ONLY", "WRITE", "ToolFn", "ToolResult", "error_result", "tool_registrar"]
 
@@ -35,24 +35,29 @@ def error_result(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
-def _store_errors_as_results(fn: ToolFn) -> Callable[..., Awaitable[Any]]:
+def _store_errors_as_results(fn: ToolFn, on_outage: Callable[[], None]) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return await fn(*args, **kwargs)
         except StoreError as exc:
+            if isinstance(exc, StoreUnavailable):
+                on_outage()
             return error_result(str(exc))
 
     return wrapper
 
 
-def tool_registrar(mcp: MCPServer[Any]) -> Callable[..., Callable[[ToolFn], ToolFn]]:
-    """`@tool(title, annotations, name=...)`: add a function to `mcp` as a tool."""
+def tool_registrar(
+    mcp: MCPServer[Any], on_outage: Callable[[], None]
+) -> Callable[..., Callable[[ToolFn], ToolFn]]:
+    """`@tool(title, annotations, name=...)`: add a function to `mcp` as a tool; a store
+    outage it runs into is reported to `on_outage`."""
 
     def tool(title: str, annotations: ToolAnnotations, name: str | None = None) -> Callable[[ToolFn], ToolFn]:
         def register(fn: ToolFn) -> ToolFn:
             mcp.add_tool(
-                _store_errors_as_results(fn),
+                _store_errors_as_results(fn, on_outage),
                 name=name or fn.__name__,
                 title=title,
                 description=inspect.cleandoc(fn.__doc__ or ""),
