@@ -20,7 +20,8 @@ description:
     whose spec and image match is left alone (started if it was stopped); one that differs is
     stopped (so its server shuts down cleanly), removed and created again. A re-run therefore
     reports C(changed=false).
-  - Check mode reports what would happen and changes nothing; diff shows the old and new spec.
+  - Check mode reports what would happen and changes nothing; diff shows the old and new spec
+    when they differ (compared as data, whatever the order of their keys).
     Do not put secrets in I(env); mount a file that holds them instead.
 options:
   name:
@@ -193,12 +194,9 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         action = "none" if running else "started"
     else:
         action = "recreated" if existing else "created"
-    result: dict[str, Any] = {
-        "changed": action != "none",
-        "name": name,
-        "action": action,
-        "diff": {"before": before, "after": spec},
-    }
+    result: dict[str, Any] = {"changed": action != "none", "name": name, "action": action}
+    if before != spec:  # compared as data, so the same spec with its keys in another order is no diff
+        result["diff"] = {"before": before, "after": spec}
     if not module.check_mode:
         if action in ("recreated", "created"):
             if existing:
