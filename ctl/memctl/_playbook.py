@@ -48,10 +48,6 @@ class PlaybookRun:
     def failures(self) -> list[Event]:
         return [r for r in self.results if r["status"] in ("failed", "unreachable")]
 
-    def changed(self, host: str | None = None) -> int:
-        hosts = [host] if host else list(self.recap)
-        return sum(self.recap.get(h, {}).get("changed", 0) for h in hosts)
-
 
 def state_dir() -> Path:
     """Where memctl keeps run logs: $MEMCTL_STATE_DIR, else $XDG_STATE_HOME/memctl."""

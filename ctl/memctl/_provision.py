@@ -13,7 +13,17 @@ from typing import Any
 from ._inventory import Inventory, Project, load_inventory, one_project_inventory
 from ._playbook import Event, PlaybookRun, run_playbook
 
-__all__ = ["container_changes", "memctl_command", "project_for", "provision", "slug_for", "summarise"]
+__all__ = [
+    "changes",
+    "container_changes",
+    "memctl_command",
+    "project_for",
+    "provision",
+    "slug_for",
+    "summarise",
+]
+
+_FILE_CHANGES = frozenset({"created", "updated", "removed"})
 
 
 def memctl_command() -> str:
@@ -56,6 +66,17 @@ def provision(
     return loaded, run
 
 
+def changes(results: list[Event]) -> int:
+    """What the results changed: each file a module of memctl's reports as changed (a task that
+    rewrote seven client files counts seven), and each other changed task once."""
+    total = 0
+    for result in results:
+        if result["status"] == "ok" and result["changed"]:
+            files = (result.get("report") or {}).get("files") or []
+            total += max(1, sum(file["action"] in _FILE_CHANGES for file in files))
+    return total
+
+
 def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
     """One record per project: recap counts and what memctl's own modules reported."""
     projects = []
@@ -66,7 +87,8 @@ def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
             "machine": machine.name,
             "workspace": project.workspace,
             "mode": project.mode,
-            **{key: run.recap.get(project.slug, {}).get(key, 0) for key in ("ok", "changed", "failed")},
+            **{key: run.recap.get(project.slug, {}).get(key, 0) for key in ("ok", "failed")},
+            "changed": changes(results),
             "files": [],
             "warnings": [w for r in results for w in r["warnings"]],
             "diffs": [{"task": r["task"], "diff": r["diff"]} for r in results if r["diff"]],

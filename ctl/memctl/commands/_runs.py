@@ -16,7 +16,7 @@ from .._inventory import Inventory, Project, load_inventory
 from .._options import project_option
 from .._output import console, emit_json, fail
 from .._playbook import Event
-from .._provision import container_changes, project_for, provision, summarise
+from .._provision import changes, container_changes, project_for, provision, summarise
 from .._record import recorded_project
 from .._registry import read_registry, registry_path
 
@@ -131,7 +131,7 @@ def run_and_report(
         "ok": True,
         "check": check,
         "inventory": str(target.path) if isinstance(target, Inventory) else None,
-        "changed": run.changed(),
+        "changed": changes(run.results),
         "projects": projects,
         "containers": container_changes(run),
         "log": str(run.log),
