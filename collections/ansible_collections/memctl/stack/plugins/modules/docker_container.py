@@ -29,7 +29,9 @@ options:
     type: str
     required: true
   state:
-    description: C(started) keeps it running; C(absent) removes it.
+    description:
+      - C(started) keeps it running; C(absent) stops it (so its server shuts down cleanly) and
+        removes it.
     type: str
     choices: [started, absent]
     default: started
@@ -171,6 +173,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     before = json.loads(labels[SPEC_LABEL]) if SPEC_LABEL in labels else ({"name": name} if existing else {})
     if params["state"] == "absent":
         if existing and not module.check_mode:
+            docker.run("stop", "--time", str(_STOP_SECONDS), name, check=False)  # a clean shutdown
             docker.run("rm", "--force", name)
         action = "removed" if existing else "none"
         return {
