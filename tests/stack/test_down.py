@@ -152,7 +152,8 @@ def life(
     stack: Stack, valkey_image: str, base_image: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Life]:
     """`up` of both projects; status, logs, doctor and `down --check` in alpha's workspace;
-    `down` of alpha (an inventory of alpha alone); `down --purge` of both."""
+    `down --stack --check` and `down` of alpha (an inventory of alpha alone); `down --purge`
+    of both."""
     assert stack.runs["first"].returncode == 0, "the stack fixture built the images"
     _remove()
     root = tmp_path_factory.mktemp("life")
@@ -175,6 +176,9 @@ def life(
             for command in ("status", "logs", "doctor"):
                 life.runs[command] = life.memctl(command, "--project", alpha, "--json")
             life.runs["check down"] = life.memctl("down", "--project", alpha, "--check", "--json")
+            life.runs["check stack down"] = life.memctl(
+                "down", "--inventory", str(alpha_alone), "--stack", "--check", "--json"
+            )
             life.runs["down"] = life.memctl("down", "--inventory", str(alpha_alone), "--json")
             life.snapshot("down")
             life.runs["last down"] = life.memctl(
@@ -215,6 +219,13 @@ def test_down_of_one_project_removes_its_container_and_keeps_the_shared_stack(li
     assert down == Engine({VALKEY, BRIDGES[BETA]}, True, True, {life.ports[BETA], life.valkey_port}), report
     assert life.keys[f"down {ALPHA}"] == life.keys[f"up {ALPHA}"] > 0
     assert life.memory["down"], "alpha's .memory/ is kept, its token with it"
+
+
+def test_down_stack_would_stop_the_shared_stack_and_every_bridge_on_it(life: Life) -> None:
+    report = _ok(life.runs["check stack down"])
+    removed = {(c["container"], c["action"]) for c in report["containers"]}
+    assert removed == {(name, "removed") for name in (*BRIDGES.values(), VALKEY)}
+    assert life.engine["down"].containers == {VALKEY, BRIDGES[BETA]}, "check mode changed nothing"
 
 
 def test_down_counts_every_file_it_changed(life: Life) -> None:
