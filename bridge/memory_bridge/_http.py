@@ -5,6 +5,8 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
+from http import HTTPStatus
 from typing import Any
 
 import anyio
@@ -12,14 +14,16 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._errors import StoreError
 from ._metrics import CONTENT_TYPE
 from ._tokens import TokenSource
 from .tools._state import AppState
 
-__all__ = ["BearerAuth", "build_http_app", "is_loopback"]
+__all__ = ["BearerAuth", "RejectionLog", "build_http_app", "is_loopback"]
+
+log = logging.getLogger("memctl.bridge")
 
 _LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
 _LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
@@ -73,6 +77,67 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _reason(status: int, body: bytes, scope: Scope) -> str:
+    """Why a request was refused, from the response (never from the Authorization header's value)."""
+    if status == 401:
+        return "no bearer token" if _header(scope, b"authorization") is None else "bearer token not accepted"
+    try:
+        data = json.loads(body)
+        error = data.get("error") if isinstance(data, dict) else None
+        text = str(error.get("message") if isinstance(error, dict) else error or "")
+    except ValueError:
+        text = body.decode("utf-8", "replace")
+    text = " ".join(text.split())[:200] or HTTPStatus(status).phrase
+    judged = {421: b"host", 403: b"origin"}.get(status)
+    return f"{text} ({_header(scope, judged)})" if judged and _header(scope, judged) else text
+
+
+class RejectionLog:
+    """Log each refused request (a 4xx answer) in one line: status, reason, method, path and
+    the client's address. No header value is logged except a refused Host or Origin."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        # This line replaces the transport security's own warning about a Host or Origin.
+        logging.getLogger("mcp.server.transport_security").setLevel(logging.ERROR)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status, body = 0, b""
+
+        async def watched(message: Message) -> None:
+            nonlocal status, body
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif message["type"] == "http.response.body" and 400 <= status < 500 and len(body) < 4096:
+                body += message.get("body", b"")
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        finally:
+            if 400 <= status < 500:
+                host, port = scope.get("client") or ("unknown", 0)
+                log.warning(
+                    "rejected %s %s from %s:%s: %d %s",
+                    scope["method"],
+                    scope["path"],
+                    host,
+                    port,
+                    status,
+                    _reason(status, body, scope),
+                )
+
+
 def _transport_security(state: AppState) -> TransportSecuritySettings:
     settings = state.settings
     hosts = [*_LOOPBACK_HOSTS, *settings.allowed_hosts]
@@ -93,8 +158,10 @@ def build_http_app(state: AppState, mcp: MCPServer[Any], tokens: TokenSource) ->
             with anyio.fail_after(HEALTH_TIMEOUT_SECONDS):
                 await state.store.ping()
         except StoreError as exc:
+            state.backends.suspect()
             return JSONResponse({"ok": False, "error": str(exc)}, status_code=503)
         except TimeoutError:
+            state.backends.suspect()
             message = f"store did not answer within {HEALTH_TIMEOUT_SECONDS:g} s"
             return JSONResponse({"ok": False, "error": message}, status_code=503)
         return Response(json.dumps({"ok": True}), media_type="application/json")
@@ -112,4 +179,4 @@ def build_http_app(state: AppState, mcp: MCPServer[Any], tokens: TokenSource) ->
         transport_security=_transport_security(state),
         host=state.settings.host,
     )
-    return BearerAuth(app, tokens)
+    return RejectionLog(BearerAuth(app, tokens))

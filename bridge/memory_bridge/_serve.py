@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 import anyio
 import uvicorn
 
+from ._backends import Backend, BackendWatch
 from ._errors import ConfigError, StoreError
 from ._http import build_http_app, is_loopback
 from ._metrics import Metrics
@@ -34,8 +35,12 @@ async def open_state(settings: Settings) -> AsyncIterator[AppState]:
     try:
         knowledge = open_knowledge_store(settings, embedder)
         try:
-            state = AppState(settings, store, Metrics(), knowledge)
+            watch = BackendWatch(
+                [Backend("entry", store.url, store.ping), Backend("knowledge", knowledge.url, knowledge.ping)]
+            )
+            state = AppState(settings, store, Metrics(), knowledge, watch)
             async with anyio.create_task_group() as tasks:
+                tasks.start_soon(state.backends.run)
                 tasks.start_soon(_sweep_forever, state)
                 tasks.start_soon(_embed_entries_forever, state)
                 yield state
@@ -110,8 +115,19 @@ async def serve_http(settings: Settings) -> None:
         await server.serve()
 
 
+def _log_one_line_per_event() -> None:
+    """The bridge's own messages as plain lines on stderr (not wrapped into a table), so each
+    event is one line of `docker logs` or a log file."""
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s memctl bridge %(levelname)s: %(message)s"))
+        log.addHandler(handler)
+        log.propagate = False
+
+
 def run_bridge(settings: Settings, *, http: bool) -> None:
     """Run the bridge to completion on the fastest event loop available (uvloop)."""
+    _log_one_line_per_event()
     try:
         import uvloop  # noqa: F401
     except ImportError:

@@ -17,8 +17,10 @@ from memory_bridge import MemctlError, StoreError, load_settings
 from memory_bridge.stores._url import open_stores
 
 from ._clients import ALL_CLIENTS, Client, Plan, apply
+from ._containers import bridge_container
 from ._content import content_root
 from ._proof import prove
+from ._record import recorded_project
 from ._registry import read_registry, registry_path
 from ._stores import embedded_states
 from ._user_files import files_of
@@ -202,13 +204,32 @@ def _client_starts(project: Path) -> list[Check]:
     return checks
 
 
+def _bridge(slug: str) -> Check:
+    bridge = bridge_container(slug)
+    if bridge["health"] == "healthy":
+        return Check("bridge container", "ok", f"{bridge['container']} healthy, image {bridge['image']}")
+    detail = bridge.get("error") or f"{bridge['container']} is {bridge['health']}"
+    return Check("bridge container", "fail", detail, "memctl logs --source bridge; then: memctl up")
+
+
 def run_checks(project: Path, *, stack: bool) -> list[Check]:
     """Every check for this machine and the project; Docker only when a stack is in play."""
     checks = [_python(), _ansible(), _embedding_model(), _registry()]
     registry = read_registry() if checks[-1].status == "ok" else None
-    uses_stack = stack or (registry is not None and any(p.mode == "stack" for _, p in registry.projects))
+    try:
+        recorded = recorded_project(project)
+    except MemctlError as exc:
+        recorded = None
+        checks.append(Check("project record", "fail", str(exc), "run: memctl up"))
+    uses_stack = (
+        stack
+        or (registry is not None and any(p.mode == "stack" for _, p in registry.projects))
+        or (recorded is not None and recorded.mode == "stack")
+    )
     if uses_stack:
         checks.append(_docker())
+    if recorded is not None and recorded.mode == "stack":
+        checks.append(_bridge(recorded.slug))
     try:
         checks += _project(project)
     except MemctlError as exc:

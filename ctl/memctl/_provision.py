@@ -11,7 +11,16 @@ from typing import Any
 from ._inventory import Inventory, Project, load_inventory, one_project_inventory
 from ._playbook import Event, PlaybookRun, run_playbook
 
-__all__ = ["changed_count", "container_changes", "project_for", "provision", "slug_for", "summarise"]
+__all__ = [
+    "changes",
+    "container_changes",
+    "project_for",
+    "provision",
+    "slug_for",
+    "summarise",
+]
+
+_FILE_CHANGES = frozenset({"created", "updated", "removed"})
 
 
 def slug_for(directory: Path) -> str:
@@ -55,20 +64,15 @@ def _identity(workspace: str) -> str:
     return str(Path(workspace).expanduser().absolute())
 
 
-_FILE_CHANGES = ("created", "updated", "removed")
-
-
-def _changes(result: dict[str, Any]) -> int:
-    """What one task changed: each file a memctl module created, updated or removed, else 1."""
-    files = (result.get("report") or {}).get("files")
-    if isinstance(files, list):
-        return sum(1 for f in files if f.get("action") in _FILE_CHANGES)
-    return 1 if result.get("changed") else 0
-
-
-def changed_count(run: PlaybookRun, hosts: set[str] | None = None) -> int:
-    """Changes of a run (or of some hosts): files counted one by one, other tasks once each."""
-    return sum(_changes(r) for r in run.results if hosts is None or r["host"] in hosts)
+def changes(results: list[Event]) -> int:
+    """What the results changed: each file a module of memctl's reports as changed (a task that
+    rewrote seven client files counts seven), and each other changed task once."""
+    total = 0
+    for result in results:
+        if result["status"] == "ok" and result["changed"]:
+            files = (result.get("report") or {}).get("files") or []
+            total += max(1, sum(file["action"] in _FILE_CHANGES for file in files))
+    return total
 
 
 def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
@@ -84,7 +88,7 @@ def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
             "workspace": project.workspace,
             "mode": project.mode,
             **{key: run.recap.get(project.slug, {}).get(key, 0) for key in ("ok", "failed")},
-            "changed": changed_count(run, {project.slug}),
+            "changed": changes(results),
             "files": [],
             "warnings": [w for r in results for w in r["warnings"]],
             "diffs": [{"task": r["task"], "diff": r["diff"]} for r in results if r["diff"]],

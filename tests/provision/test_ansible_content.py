@@ -68,3 +68,10 @@ def test_events_turn_module_diffs_into_text() -> None:
     assert _diff_text({"diff": [{"prepared": "--- a\n+++ b\n"}]}) == "--- a\n+++ b\n"
     text = _diff_text({"diff": {"before": "x", "after": "y", "after_header": "f"}})
     assert text is not None and "-x" in text and "+y" in text
+    # Specs are compared as data: the same spec with its keys in another order is no diff.
+    spec = {"image": "i", "env": {"A": "1", "B": "2"}}
+    assert (
+        _diff_text({"diff": {"before": spec, "after": {"env": {"B": "2", "A": "1"}, "image": "i"}}}) is None
+    )
+    changed = _diff_text({"diff": {"before": spec, "after": {**spec, "image": "j"}}})
+    assert changed is not None and '-  "image": "i"' in changed and '+  "image": "j"' in changed

@@ -47,6 +47,13 @@ def test_check_diff_after_provisioning_reports_no_change(stack: Stack) -> None:
         assert stack.token(slug) not in stack.runs["check"].output
 
 
+def test_check_diff_shows_no_diff_for_a_container_whose_spec_is_unchanged(stack: Stack) -> None:
+    report, _ = json.JSONDecoder().raw_decode(stack.runs["check"].output)
+    diffs = [diff for project in report["projects"] for diff in project["diffs"]]
+    assert not [diff for diff in diffs if "container" in diff["task"]], diffs
+    assert "io.memctl" not in json.dumps(report)
+
+
 def test_containers_run_and_publish_on_loopback_only(stack: Stack, host: Any) -> None:
     for name, port in [(VALKEY, stack.valkey_port), *((f"memctl-bridge-{s}", stack.ports[s]) for s in SLUGS)]:
         assert host.docker(name).is_running

@@ -47,7 +47,7 @@ ENTRY_TOOLS = (
 def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
     """Add the entry tools to `mcp`, serving `state.store`."""
     settings = state.settings
-    tool = tool_registrar(mcp, settings.tool_timeout_seconds)
+    tool = tool_registrar(mcp, settings.tool_timeout_seconds, state.backends.suspect)
 
     @tool("Search memory entries", READ_ONLY)
     async def memory_search(

@@ -123,7 +123,7 @@ def _dump(model: BaseModel | None) -> dict[str, Any] | None:
 def register_knowledge_tools(mcp: MCPServer[Any], state: AppState) -> None:
     settings = state.settings
     ctx = kn.KnowledgeContext(state.knowledge, settings.project_scope, settings.max_results)
-    tool = tool_registrar(mcp, settings.tool_timeout_seconds)
+    tool = tool_registrar(mcp, settings.tool_timeout_seconds, state.backends.suspect)
 
     @tool("Search knowledge memory", READ_ONLY)
     async def search_memory(

@@ -13,7 +13,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from .._errors import StoreError
+from .._errors import StoreError, StoreUnavailable
 
 __all__ = ["DESTRUCTIVE", "READ_ONLY", "WRITE", "ToolFn", "ToolResult", "error_result", "tool_registrar"]
 
@@ -48,7 +48,7 @@ def _timeout_message(name: str, timeout: float, annotations: ToolAnnotations) ->
 
 
 def _errors_as_results(
-    fn: ToolFn, name: str, timeout: float, annotations: ToolAnnotations
+    fn: ToolFn, name: str, timeout: float, annotations: ToolAnnotations, on_outage: Callable[[], None]
 ) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -56,6 +56,8 @@ def _errors_as_results(
             with anyio.fail_after(timeout):
                 return await fn(*args, **kwargs)
         except StoreError as exc:
+            if isinstance(exc, StoreUnavailable):
+                on_outage()
             return error_result(str(exc))
         except TimeoutError:
             return error_result(_timeout_message(name, timeout, annotations))
@@ -63,15 +65,18 @@ def _errors_as_results(
     return wrapper
 
 
-def tool_registrar(mcp: MCPServer[Any], timeout: float) -> Callable[..., Callable[[ToolFn], ToolFn]]:
+def tool_registrar(
+    mcp: MCPServer[Any], timeout: float, on_outage: Callable[[], None]
+) -> Callable[..., Callable[[ToolFn], ToolFn]]:
     """`@tool(title, annotations, name=...)`: add a function to `mcp` as a tool that answers
-    an error result once it has run for `timeout` seconds."""
+    an error result once it has run for `timeout` seconds; a store outage it runs into is
+    reported to `on_outage`."""
 
     def tool(title: str, annotations: ToolAnnotations, name: str | None = None) -> Callable[[ToolFn], ToolFn]:
         def register(fn: ToolFn) -> ToolFn:
             tool_name = name or fn.__name__
             mcp.add_tool(
-                _errors_as_results(fn, tool_name, timeout, annotations),
+                _errors_as_results(fn, tool_name, timeout, annotations, on_outage),
                 name=tool_name,
                 title=title,
                 description=inspect.cleandoc(fn.__doc__ or ""),

@@ -1,9 +1,10 @@
-"""What every tool reaches: settings, the entry store, the metrics."""
+"""What every tool reaches: settings, the stores, the metrics, the backends' watch."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._backends import BackendWatch
 from .._metrics import Metrics
 from .._settings import Settings
 from ..stores._base import EntryStore
@@ -18,3 +19,4 @@ class AppState:
     store: EntryStore
     metrics: Metrics
     knowledge: KnowledgeStore
+    backends: BackendWatch

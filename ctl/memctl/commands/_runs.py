@@ -17,7 +17,8 @@ from .._inventory import Inventory, Project, load_inventory
 from .._options import project_option
 from .._output import console, emit_json, fail
 from .._playbook import Event
-from .._provision import changed_count, container_changes, project_for, provision, summarise
+from .._provision import changes, container_changes, project_for, provision, summarise
+from .._record import recorded_project
 from .._registry import read_registry, registry_path
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,7 +60,11 @@ def chosen_inventory(project: Path | None, inventory: Path | None, every: bool) 
 
 
 def registered_project(directory: Path) -> Project:
-    """The registry's record of this directory (its mode, clients, port), else an embedded project."""
+    """The project of this directory as `memctl up` last provisioned it (its own record), else
+    as the registry lists it, else an embedded project (mode, slug, clients, port)."""
+    recorded = recorded_project(directory)
+    if recorded is not None:
+        return recorded
     registry = read_registry(registry_path()) if registry_path().exists() else None
     for _, project in registry.projects if registry is not None else []:
         if Path(project.workspace).expanduser().absolute() == directory:
@@ -127,7 +132,7 @@ def run_and_report(
         "ok": True,
         "check": check,
         "inventory": str(target.path) if isinstance(target, Inventory) else None,
-        "changed": changed_count(run),
+        "changed": changes(run.results),
         "projects": projects,
         "containers": container_changes(run),
         "log": str(run.log),

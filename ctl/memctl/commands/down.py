@@ -12,8 +12,7 @@ from .._clients import ALL_CLIENTS
 from .._inventory import Inventory, Project
 from .._output import fail, json_option
 from .._project import current_project
-from .._provision import project_for
-from ._runs import chosen_inventory, run_and_report, target_options
+from ._runs import chosen_inventory, registered_project, run_and_report, target_options
 
 
 @click.command()
@@ -23,7 +22,18 @@ from ._runs import chosen_inventory, run_and_report, target_options
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also take the server out of this Codex config.toml.",
 )
-@click.option("--purge", is_flag=True, help="Also delete each project's .memory/ (all of its memory).")
+@click.option(
+    "--purge",
+    is_flag=True,
+    help="Also delete each project's memory: its .memory/ and, in stack mode, its keys in Valkey.",
+)
+@click.option(
+    "--stack",
+    "stack_down",
+    is_flag=True,
+    help="Also stop the machine's shared stack (Valkey, Dify, the network) and every bridge on it, "
+    "even while other stack projects use it.",
+)
 @click.option("--yes", is_flag=True, help="Do not ask before --purge deletes memory.")
 @json_option
 def down(
@@ -34,6 +44,7 @@ def down(
     show_diff: bool,
     codex_config: Path | None,
     purge: bool,
+    stack_down: bool,
     yes: bool,
     as_json: bool,
 ) -> None:
@@ -41,20 +52,24 @@ def down(
 
     Runs memctl's teardown playbook: memctl's server entries, hooks and .gitignore block
     leave the client configs (your own entries stay), and the skills and rules memctl
-    wrote are deleted unless you edited them. The memory in .memory/ is kept; --purge
-    deletes it too, after asking (or with --yes).
+    wrote are deleted unless you edited them. A stack project's bridge container is
+    stopped and removed; the machine's shared Valkey, Dify and network stop with the last
+    stack project on it (or with --stack). The memory (.memory/, and a stack project's
+    keys in Valkey) is kept; --purge deletes it too, after asking (or with --yes).
 
     \b
     Example:
       memctl down --check --diff
       memctl down --project ~/src/app --purge --yes
+      memctl down --all --stack
     """
     try:
         target: Inventory | Project | None = chosen_inventory(project, inventory, every)
         if target is None:
             directory = current_project(project)
             codex = str(codex_config.expanduser().absolute()) if codex_config else ""
-            target = project_for(directory, clients=tuple(sorted(ALL_CLIENTS)), codex_config=codex)
+            every_client = {"clients": tuple(sorted(ALL_CLIENTS)), "codex_config": codex}
+            target = registered_project(directory).model_copy(update=every_client)
     except MemctlError as exc:
         fail(exc, as_json=as_json)
     if purge and not check and not yes:
@@ -63,9 +78,9 @@ def down(
             if isinstance(target, Inventory)
             else target.workspace
         )
-        if as_json or not click.confirm(f"Delete all memory in .memory/ of {names}?"):
+        if as_json or not click.confirm(f"Delete all memory of {names}?"):
             raise click.UsageError("--purge deletes memory: confirm at the prompt, or pass --yes")
-    extra = {"memctl_purge": purge}
+    extra = {"memctl_purge": purge, "memctl_stack_down": stack_down}
     run_and_report(
         "memctl down", "teardown", target, check=check, show_diff=show_diff, as_json=as_json, extra_vars=extra
     )

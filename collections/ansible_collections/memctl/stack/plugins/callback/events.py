@@ -16,6 +16,7 @@ DOCUMENTATION = """
       - MEMCTL_EVENTS_FD set in the environment
 """
 
+import difflib
 import json
 import os
 from typing import Any
@@ -23,8 +24,15 @@ from typing import Any
 from ansible.plugins.callback import CallbackBase
 
 
+def _canonical(value: Any) -> str:
+    """Text to compare and show: strings as they are, anything else as JSON with sorted keys."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, indent=2, default=str)
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
 def _diff_text(result: dict[str, Any]) -> str | None:
-    """A module's diff as text: its prepared unified diff, or before/after joined."""
+    """A module's diff as text: its prepared unified diff, or a unified diff of before and
+    after compared canonically (no text when they are the same)."""
     diffs = result.get("diff")
     if not diffs:
         return None
@@ -35,9 +43,11 @@ def _diff_text(result: dict[str, Any]) -> str | None:
         if diff.get("prepared"):
             parts.append(str(diff["prepared"]))
         elif "before" in diff or "after" in diff:
+            before, after = _canonical(diff.get("before", "")), _canonical(diff.get("after", ""))
             header = diff.get("after_header") or diff.get("before_header") or ""
-            parts.append(f"--- {header}\n+++ {header}\n-{diff.get('before', '')}\n+{diff.get('after', '')}")
-    return "\n".join(parts) or None
+            lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), header, header)
+            parts.append("".join(lines).rstrip("\n"))
+    return "\n".join(part for part in parts if part) or None
 
 
 _STANDARD_KEYS = frozenset({"changed", "diff", "failed", "invocation", "msg", "skipped", "warnings"})

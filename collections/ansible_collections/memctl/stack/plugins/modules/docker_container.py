@@ -20,7 +20,8 @@ description:
     whose spec and image match is left alone (started if it was stopped); one that differs is
     stopped (so its server shuts down cleanly), removed and created again. A re-run therefore
     reports C(changed=false).
-  - Check mode reports what would happen and changes nothing; diff shows the old and new spec.
+  - Check mode reports what would happen and changes nothing; diff shows the old and new spec
+    when they differ (compared as data, whatever the order of their keys).
     Do not put secrets in I(env); mount a file that holds them instead.
 options:
   name:
@@ -28,7 +29,9 @@ options:
     type: str
     required: true
   state:
-    description: C(started) keeps it running; C(absent) removes it.
+    description:
+      - C(started) keeps it running; C(absent) stops it (so its server shuts down cleanly) and
+        removes it.
     type: str
     choices: [started, absent]
     default: started
@@ -170,6 +173,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     before = json.loads(labels[SPEC_LABEL]) if SPEC_LABEL in labels else ({"name": name} if existing else {})
     if params["state"] == "absent":
         if existing and not module.check_mode:
+            docker.run("stop", "--time", str(_STOP_SECONDS), name, check=False)  # a clean shutdown
             docker.run("rm", "--force", name)
         action = "removed" if existing else "none"
         return {
@@ -193,12 +197,9 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         action = "none" if running else "started"
     else:
         action = "recreated" if existing else "created"
-    result: dict[str, Any] = {
-        "changed": action != "none",
-        "name": name,
-        "action": action,
-        "diff": {"before": before, "after": spec},
-    }
+    result: dict[str, Any] = {"changed": action != "none", "name": name, "action": action}
+    if before != spec:  # compared as data, so the same spec with its keys in another order is no diff
+        result["diff"] = {"before": before, "after": spec}
     if not module.check_mode:
         if action in ("recreated", "created"):
             if existing:
