@@ -13,6 +13,7 @@ import uvicorn
 from ._backends import Backend, BackendWatch
 from ._errors import ConfigError, StoreError
 from ._http import build_http_app, is_loopback
+from ._identity import pin_scope
 from ._metrics import Metrics
 from ._server import build_server
 from ._settings import Settings
@@ -29,12 +30,15 @@ STARTUP_GRACE_SECONDS = 1.0
 
 @asynccontextmanager
 async def open_state(settings: Settings) -> AsyncIterator[AppState]:
-    """Open the store for the settings' project, sweep expired entries while it is open."""
+    """Open the store for the settings' project, sweep expired entries while it is open.
+
+    Serving a project pins its scope (`_identity.pin_scope`) once its stores exist."""
     embedder = make_embedder(settings)  # one model, shared by both stores
     store = open_entry_store(settings, embedder)
     try:
         knowledge = open_knowledge_store(settings, embedder)
         try:
+            settings = await anyio.to_thread.run_sync(pin_scope, settings)
             watch = BackendWatch(
                 [Backend("entry", store.url, store.ping), Backend("knowledge", knowledge.url, knowledge.ping)]
             )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import MemctlError, load_settings, pin_scope, run_bridge
+from memory_bridge import MemctlError, load_settings, run_bridge
 
 from .._options import project_option
 from .._output import fail
@@ -71,9 +71,6 @@ def serve(
         settings = (
             load_settings(project=project, **options) if explicit else provisioned_settings(None, **options)
         )
-        if explicit:
-            settings.memory_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        settings = pin_scope(settings)
         provisioned = settings.memory_dir / BRIDGE_TOKEN
         if use_http and settings.bearer_token() is None and provisioned.is_file():
             settings = settings.model_copy(update={"token_file": provisioned})
