@@ -62,6 +62,7 @@ async def test_embedded_to_valkey_and_back_keeps_revisions_and_history(
         await client.call_tool("memory_set", {"id": "written-on-valkey", **NOTE})
 
     back_project = tmp_path / "back"
+    back_project.mkdir()
     back = migrate(back_project, "--from", server.url, "--to", "sqlite")
     assert back.returncode == 0, back.stderr
     assert json.loads(back.stdout)["copied"] == 31

@@ -13,13 +13,13 @@ from memory_bridge.core._transfer import TransferReport, copy_entries
 
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option
-from .._project import provisioned_settings
+from .._project import current_project
 
 
 async def _migrate(
     project: Path | None, source_url: str | None, target_url: str, merge: bool, show_progress: bool
 ) -> tuple[str, str, TransferReport]:
-    settings = provisioned_settings(project, entry_store=source_url)
+    settings = load_settings(project=current_project(project), entry_store=source_url)
     source = open_entry_store(settings)
     try:
         target = open_entry_store(load_settings(project=settings.project, entry_store=target_url))
