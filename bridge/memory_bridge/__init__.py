@@ -19,6 +19,7 @@ from ._errors import (
 )
 
 if _typing.TYPE_CHECKING:
+    from ._files import private_dir, private_file
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
     from ._settings import Settings, load_settings
@@ -26,6 +27,8 @@ if _typing.TYPE_CHECKING:
     from .stores._url import open_entry_store
 
 _LAZY = {
+    "private_dir": "._files",
+    "private_file": "._files",
     "open_state": "._serve",
     "run_bridge": "._serve",
     "serve_http": "._serve",
@@ -63,6 +66,8 @@ __all__ = [
     "load_settings",
     "open_entry_store",
     "open_state",
+    "private_dir",
+    "private_file",
     "run_bridge",
     "serve_http",
     "serve_stdio",

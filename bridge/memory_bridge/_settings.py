@@ -23,10 +23,10 @@ from pydantic_settings import (
 )
 
 from ._errors import ConfigError
+from ._files import MEMORY_DIR
 
 __all__ = ["MEMORY_DIR", "Settings", "load_settings", "read_token_file"]
 
-MEMORY_DIR = ".memory"
 _BLANK = "is empty or only whitespace"
 _toml_file: ContextVar[Path | None] = ContextVar("_toml_file", default=None)
 

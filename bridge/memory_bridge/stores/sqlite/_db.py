@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import anyio.to_thread
 
+from ..._files import private_file
 from ._errors import map_sqlite_errors
 
 __all__ = ["Database"]
@@ -36,7 +37,7 @@ class Database:
         self.clock = clock
         self._lock = threading.Lock()
         with map_sqlite_errors("open", str(path)):
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(path)  # 0600 before SQLite creates it; its -wal and -shm files copy the mode
             self._conn = sqlite3.connect(
                 path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
