@@ -158,6 +158,12 @@ class Settings(BaseSettings):
         ),
         description="How long an operation_id is remembered for replay.",
     )
+    redact_entries: bool = Field(
+        True,
+        description="Redact secrets from memory_set titles and bodies before they are stored, as knowledge "
+        "always is. `false` stores them verbatim, as memory-mcp does: anyone who can read the store or a "
+        "backup reads them, and the bridge warns about it at every start.",
+    )
     sweep_interval_seconds: float = Field(60.0, gt=0, description="How often expired entries are swept.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", description="Bridge log level."
