@@ -301,7 +301,7 @@ def _env_names(field: str) -> list[str]:
 def _origin(field: str, given: dict[str, Any], toml_file: Path) -> str:
     """Where `field`'s value came from, in precedence order, for an error message."""
     if field in given:
-        return f"the --{field.replace('_', '-')} option"
+        return f"the {field} flag"
     upper = {name.upper(): name for name in os.environ}
     for name in _env_names(field):
         if name.upper() in upper:

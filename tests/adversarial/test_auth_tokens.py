@@ -108,7 +108,7 @@ def test_compose_unset_variable_stops_the_container_entry_point(project: Path, v
 
 @pytest.mark.parametrize("blank", BLANKS)
 def test_blank_token_given_directly_is_refused(project: Path, blank: str) -> None:
-    with pytest.raises(ConfigError, match="--auth-token option is empty"):
+    with pytest.raises(ConfigError, match="auth_token flag is empty"):
         load_settings(project=project, auth_token=blank)
 
 
