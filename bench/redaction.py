@@ -8,7 +8,10 @@ Each redactor gets the corpus of `tests/adversarial/secret_corpus.py`:
 - false positives: the share of harmless look-alikes that the redactor changed;
 - cost per save: the time to redact one typical memory_set body (about 1.6 KB of notes
   that mention keys, tokens and passwords, holding one corpus line), p50 and p95 over
-  `--saves` saves, after a warm-up.
+  `--saves` saves, after a warm-up;
+- worst hostile body: the longest time over bodies of 256 KiB (memory_set's limit) built
+  to make a rule backtrack (a key header or a `mysql` repeated on one line, and so on):
+  every rule must stay linear, as redaction runs on every write.
 
 Redactors:
 - `baseline`: memctl's redactor before issue 13 (`bench/_redact_baseline.py`);
@@ -82,7 +85,31 @@ def saves(count: int) -> list[str]:
     return [f"{PROSE * 4}\n{lines[i % len(lines)]}\n{PROSE * 4}" for i in range(count)]
 
 
-def measure(redact: Redactor, bodies: list[str]) -> dict[str, Any]:
+HOSTILE_BYTES = 262_144
+HOSTILE_UNITS = (
+    "mysql ",
+    "-----BEGIN PRIVATE KEY-----\n",
+    "machine x login y ",
+    "Bearer aaaaaaaaaaaa ",
+    "redis://a:",
+    'password="',
+    "password=${",
+    "token key secret pass ",
+    "Basic AAAAAAAA",
+    "authorization: bearer ",
+    "--password ",
+    "<password>a",
+    "eyJa.eyJa.",
+    "1234567890:AA",
+    "a",
+)
+
+
+def hostile_bodies() -> list[str]:
+    return [unit * (HOSTILE_BYTES // len(unit)) for unit in HOSTILE_UNITS]
+
+
+def measure(redact: Redactor, bodies: list[str], hostile: list[str]) -> dict[str, Any]:
     missed = [s.name for s in SECRETS if s.secret in redact(s.text)]
     changed = [text for text in LOOKALIKES if redact(text) != text]
     for body in bodies[:50]:
@@ -93,6 +120,11 @@ def measure(redact: Redactor, bodies: list[str]) -> dict[str, Any]:
         redact(body)
         timings.append(time.perf_counter() - started)
     timings.sort()
+    worst = 0.0
+    for body in hostile:
+        started = time.perf_counter()
+        redact(body)
+        worst = max(worst, time.perf_counter() - started)
     return {
         "recall": round(1 - len(missed) / len(SECRETS), 3),
         "false_positive_rate": round(len(changed) / len(LOOKALIKES), 3),
@@ -100,6 +132,7 @@ def measure(redact: Redactor, bodies: list[str]) -> dict[str, Any]:
         "false_positives": changed,
         "p50_us": round(statistics.median(timings) * 1e6, 1),
         "p95_us": round(timings[int(len(timings) * 0.95)] * 1e6, 1),
+        "worst_hostile_ms": round(worst * 1e3, 1),
     }
 
 
@@ -107,9 +140,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--saves", type=int, default=2000)
     parser.add_argument("--json", type=Path, help="also write every number to this file")
+    parser.add_argument(
+        "--no-hostile",
+        dest="hostile",
+        action="store_false",
+        help="skip the hostile bodies (the baseline's and detect-secrets' take minutes)",
+    )
     args = parser.parse_args()
     bodies = saves(args.saves)
-    results = {name: measure(redact, bodies) for name, redact in redactors().items()}
+    hostile = hostile_bodies() if args.hostile else []
+    results = {name: measure(redact, bodies, hostile) for name, redact in redactors().items()}
     report = {
         "commit": git_commit(ROOT),
         "python": platform.python_version(),
@@ -123,11 +163,14 @@ def main() -> int:
         f"redaction, {len(SECRETS)} secret formats, {len(LOOKALIKES)} look-alikes, {args.saves} saves "
         f"of ~{report['save_bytes']} B (commit {report['commit']}, Python {report['python']})"
     )
-    print(f"{'redactor':<26} {'recall':>7} {'false pos':>10} {'p50 us/save':>12} {'p95 us/save':>12}")
+    print(
+        f"{'redactor':<26} {'recall':>7} {'false pos':>10} {'p50 us/save':>12} {'p95 us/save':>12} "
+        f"{'worst hostile ms':>17}"
+    )
     for name, row in results.items():
         print(
             f"{name:<26} {row['recall']:>7.1%} {row['false_positive_rate']:>10.1%} "
-            f"{row['p50_us']:>12} {row['p95_us']:>12}"
+            f"{row['p50_us']:>12} {row['p95_us']:>12} {row['worst_hostile_ms']:>17}"
         )
     for name, row in results.items():
         if row["missed"]:

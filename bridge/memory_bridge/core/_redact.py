@@ -50,13 +50,15 @@ def _token(pattern: str, label: str) -> _Rule:
 _SHAPES: tuple[_Rule, ...] = (
     _rule(
         "private key",
-        r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK)?-----.*?-----END \1PRIVATE KEY\2-----",
+        # never past the next BEGIN: a text of many headers stays linear
+        r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK)?-----"
+        r"(?:(?!-----BEGIN ).)*?-----END \1PRIVATE KEY\2-----",
         "[REDACTED-PRIVATE-KEY]",
         re.S,
     ),
     _rule(  # a key block cut short: everything base64-like after its header
         "private key",
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:\\n|[A-Za-z0-9+/=\s:,-])*",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:(?:\s|\\n)+[A-Za-z0-9+/=]{16,})*",
         "[REDACTED-PRIVATE-KEY]",
     ),
     _token(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+", "eyJ"),
@@ -108,6 +110,7 @@ _SHAPES: tuple[_Rule, ...] = (
     ),
 )
 
+_MYSQL_PASSWORD = re.compile(rf"(\s-p){_NOT_MARKED}\S+")  # mysql -psecret, on a line naming mysql
 _IN_CONTEXT: tuple[_Rule, ...] = (
     _rule(  # scheme://user:password@host, the user kept (it may be empty: redis://:pw@host)
         "://", rf"\b([a-z][a-z0-9+.-]*://[^\s:/@]*):{_NOT_MARKED}[^\s@/]+@", r"\1:[REDACTED]@"
@@ -132,7 +135,9 @@ _IN_CONTEXT: tuple[_Rule, ...] = (
         rf"{_NOT_MARKED}(?!-)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)",
         r"\1[REDACTED]",
     ),
-    _rule("mysql", rf"(\bmysql(?:dump|admin)?\b[^\n]*?\s-p){_NOT_MARKED}(\S+)", r"\1[REDACTED]"),
+    _rule(
+        "mysql", r"(?m)^.*\bmysql(?:dump|admin)?\b.*$", lambda m: _MYSQL_PASSWORD.sub(r"\1[REDACTED]", m[0])
+    ),
     _rule(
         "</",
         rf"(?i)<(password|passwd|secret|token|api[_-]?key|client[_-]?secret)>{_NOT_MARKED}[^<]+</\1>",
