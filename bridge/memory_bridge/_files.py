@@ -47,7 +47,8 @@ def private_dir(path: Path) -> Path:
 def private_file(path: Path) -> Path:
     """Create `path` empty, mode 0600, in private directories, unless it exists; `path`."""
     private_dir(path.parent)
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE))
+    # O_NONBLOCK: a FIFO planted in the file's place fails at once instead of blocking
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, PRIVATE_FILE_MODE))
     return path
 
 

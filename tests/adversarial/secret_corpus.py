@@ -138,6 +138,7 @@ SECRETS: list[Secret] = [
     _s("xml password", "<password>{s}</password>", _r(_ALNUM, 16)),
     _s("ado connection string", "Server=db;User Id=sa;Password={s};Database=app", _r(_ALNUM, 16)),
     _s("passphrase", "ssh key passphrase: {s}", _r(_ALNUM, 20)),
+    _s("mysql pwd env", "MYSQL_PWD={s} mysql -u app", _r(_ALNUM, 16)),
 ]
 
 # Harmless text that looks like a secret to a careless rule: hashes, ids, code that handles
@@ -205,6 +206,8 @@ _HANDWRITTEN = [
     "password: |",
     "pwd = os.getcwd()",
     "cd $(pwd)/build",
+    "PWD=/home/dev/app",
+    "OLDPWD=/tmp",
     "credentials: inherit",
     "passwordless login via passkeys",
     "x-api-key header is required by the gateway",

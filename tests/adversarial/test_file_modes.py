@@ -25,7 +25,7 @@ from tests.bridges import bridge_env, http_bridge, stdio_params
 
 from memctl._modes import loose_modes
 from memctl.cli import cli
-from memory_bridge import EntryWrite, load_settings, open_entry_store
+from memory_bridge import EntryWrite, StoreUnavailable, load_settings, open_entry_store
 
 pytestmark = pytest.mark.anyio
 ENTRY = {"id": "db-creds", "title": "DB", "body": "the staging database", "type": "reference", "tags": ["db"]}
@@ -182,3 +182,12 @@ def test_doctor_flags_a_store_others_can_read(tmp_path: Path, env: dict[str, str
     assert checks["file modes"]["status"] == "fail"
     assert f"{db} (644)" in checks["file modes"]["detail"]
     assert checks["file modes"]["fix"] == f"chmod -R go-rwx {project / '.memory'}"
+
+
+def test_a_fifo_in_place_of_the_store_is_refused_not_waited_on(tmp_path: Path, env: dict[str, str]) -> None:
+    """Creating the store file 0600 first must not block on a FIFO planted there."""
+    memory = tmp_path / "app" / ".memory"
+    memory.mkdir(parents=True, mode=0o700)
+    os.mkfifo(memory / "entries.db")
+    with pytest.raises(StoreUnavailable, match="cannot be created or opened"):
+        open_entry_store(load_settings(project=tmp_path / "app"))

@@ -153,7 +153,7 @@ _SECRET_NAME = (  # how a secret-named key ends: DB_PASSWORD, aws_secret_access_
     r"|session|client|app)[_-]?key)"
 )
 _ASSIGNED = re.compile(
-    rf"(?i)({_SECRET_NAME}[\"']?\s*(?:=>|:=|[:=])\s*)"
+    rf"(?i)(({_SECRET_NAME})[\"']?\s*(?:=>|:=|[:=])\s*)"
     r"(\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|\$\{[^}\n]*\}|\{\{[^}\n]*\}\}|[^\s\"'`,;&)}\]]+)"
 )
 _NOT_A_VALUE = re.compile(
@@ -167,11 +167,24 @@ _NOT_A_VALUE = re.compile(
 )
 
 
+_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd"})  # the shell's directories, as `env` prints them
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _name_before(text: str, end: int) -> str:
+    """The whole key name a match's secret word ends: `MYSQL_ROOT_` + `PASSWORD`."""
+    start = end
+    while start > 0 and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    return text[start:end]
+
+
 def _assigned(match: re.Match[str]) -> str:
-    key, value = match.group(1), match.group(2)
+    key, word, value = match.group(1, 2, 3)
     quote = value[0] if value[:1] in ("'", '"', "`") else ""
     inner = value[1:-1] if quote else value
-    if _NOT_A_VALUE.match(inner.strip()):
+    name = _name_before(match.string, match.start()) + word
+    if _NOT_A_VALUE.match(inner.strip()) or name.lower() in _NOT_SECRET_NAMES:
         return match.group(0)
     return f"{key}{quote}{MARK}{quote}"
 
