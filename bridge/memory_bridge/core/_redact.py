@@ -152,10 +152,11 @@ _SECRET_NAME = (  # how a secret-named key ends: DB_PASSWORD, aws_secret_access_
     r"|(?:api|access|secret|private|signing|encryption|master|license|consumer|account|service|auth"
     r"|session|client|app)[_-]?key)"
 )
-_ASSIGNED = re.compile(
-    rf"(?i)(({_SECRET_NAME})[\"']?\s*(?:=>|:=|[:=])\s*)"
+_ASSIGNED = re.compile(  # matched in the lowercased text: 6 times as fast as (?i)
+    rf"(({_SECRET_NAME})[\"']?\s*(?:=>|:=|[:=])\s*)"
     r"(\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|\$\{[^}\n]*\}|\{\{[^}\n]*\}\}|[^\s\"'`,;&)}\]]+)"
 )
+_ASSIGNED_ANY_CASE = re.compile(_ASSIGNED.pattern, re.IGNORECASE)
 _NOT_A_VALUE = re.compile(
     r"(?ix)^(?:"
     r"|\$\{.*\}|\$\(.*\)|\$[A-Za-z_]\w*|\{\{.*\}\}|<[^<>]*>|%\(\w+\)s|\{\w*\}"  # references, placeholders
@@ -179,14 +180,29 @@ def _name_before(text: str, end: int) -> str:
     return text[start:end]
 
 
-def _assigned(match: re.Match[str]) -> str:
-    key, word, value = match.group(1, 2, 3)
+def _assigned(text: str, match: re.Match[str]) -> str | None:
+    """The replacement of a secret-named key's value, None to keep it; `match` spans `text`."""
+    key_end, value = match.end(1), text[match.start(3) : match.end(3)]
     quote = value[0] if value[:1] in ("'", '"', "`") else ""
     inner = value[1:-1] if quote else value
-    name = _name_before(match.string, match.start()) + word
+    name = _name_before(text, match.start()) + match.group(2)
     if _NOT_A_VALUE.match(inner.strip()) or name.lower() in _NOT_SECRET_NAMES:
-        return match.group(0)
-    return f"{key}{quote}{MARK}{quote}"
+        return None
+    return f"{text[match.start() : key_end]}{quote}{MARK}{quote}"
+
+
+def _redact_assigned(text: str) -> str:
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a letter whose lowercase is longer: match the text itself
+        return _ASSIGNED_ANY_CASE.sub(lambda m: _assigned(text, m) or m.group(0), text)
+    pieces: list[str] = []
+    done = 0
+    for match in _ASSIGNED.finditer(lowered):
+        replacement = _assigned(text, match)
+        if replacement is not None:
+            pieces += [text[done : match.start()], replacement]
+            done = match.end()
+    return "".join([*pieces, text[done:]])
 
 
 def _basic(match: re.Match[str]) -> str:
@@ -198,12 +214,8 @@ def _basic(match: re.Match[str]) -> str:
     return f"{match.group(1)}{MARK}" if ":" in decoded and decoded.isprintable() else match.group(0)
 
 
-_RULES = (
-    *_SHAPES,
-    *_IN_CONTEXT,
-    _Rule(("basic",), _BASIC, _basic),
-    _Rule(("pass", "pwd", "secret", "token", "key"), _ASSIGNED, _assigned),
-)
+_RULES = (*_SHAPES, *_IN_CONTEXT, _Rule(("basic",), _BASIC, _basic))
+_SECRET_WORDS = ("pass", "pwd", "secret", "token", "key")
 
 
 def redact(text: str) -> str:
@@ -212,4 +224,4 @@ def redact(text: str) -> str:
     for rule in _RULES:
         if any(needle in lowered for needle in rule.needles):
             text = rule.pattern.sub(rule.replacement, text)
-    return text
+    return _redact_assigned(text) if any(word in lowered for word in _SECRET_WORDS) else text
