@@ -19,6 +19,7 @@ from ._errors import (
 )
 
 if _typing.TYPE_CHECKING:
+    from ._files import private_dir, private_file
     from ._identity import pin_scope, pinned_scope, write_scope
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
@@ -31,6 +32,8 @@ _LAZY = {
     "pin_scope": "._identity",
     "pinned_scope": "._identity",
     "write_scope": "._identity",
+    "private_dir": "._files",
+    "private_file": "._files",
     "open_state": "._serve",
     "run_bridge": "._serve",
     "serve_http": "._serve",
@@ -71,6 +74,8 @@ __all__ = [
     "open_state",
     "pin_scope",
     "pinned_scope",
+    "private_dir",
+    "private_file",
     "run_bridge",
     "serve_http",
     "serve_stdio",

@@ -30,6 +30,11 @@ STARTUP_GRACE_SECONDS = 1.0
 @asynccontextmanager
 async def open_state(settings: Settings) -> AsyncIterator[AppState]:
     """Open the store for the settings' project, sweep expired entries while it is open."""
+    if not settings.redact_entries:
+        log.warning(
+            "redact_entries is false: memory_set stores secrets verbatim (memory-mcp's behaviour); "
+            "anyone who can read the entry store or a backup of it reads them"
+        )
     embedder = make_embedder(settings)  # one model, shared by both stores
     store = open_entry_store(settings, embedder)
     try:
