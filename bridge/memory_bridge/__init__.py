@@ -15,6 +15,7 @@ from ._errors import (
     MemctlError,
     NotFound,
     StoreError,
+    StoreFailed,
     StoreUnavailable,
 )
 
@@ -63,6 +64,7 @@ __all__ = [
     "NotFound",
     "Settings",
     "StoreError",
+    "StoreFailed",
     "StoreUnavailable",
     "build_server",
     "find_project",

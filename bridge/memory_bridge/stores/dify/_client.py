@@ -1,8 +1,9 @@
 """Dify's Knowledge (dataset) Service API over httpx: one method per endpoint we use.
 
-Errors come back as one taxonomy: network trouble, timeouts and 5xx are
-`StoreUnavailable` (retried here with backoff first); 401/403 `AccessDenied`; 404
-`NotFound`; 409 `Conflict`; any other 4xx `InvalidInput`. A 4xx is never an outage.
+Errors come back as one taxonomy: network trouble, timeouts and 502/503/504 are
+`StoreUnavailable` (retried here with backoff first); any other 5xx is `StoreFailed`
+(Dify took the request and failed on it, e.g. a database constraint: not an outage);
+401/403 `AccessDenied`; 404 `NotFound`; 409 `Conflict`; any other 4xx `InvalidInput`.
 The server's version is read from the `X-Version` header of every reply.
 """
 
@@ -15,7 +16,15 @@ from typing import Any
 import anyio
 import httpx
 
-from ..._errors import AccessDenied, Conflict, InvalidInput, NotFound, StoreError, StoreUnavailable
+from ..._errors import (
+    AccessDenied,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StoreError,
+    StoreFailed,
+    StoreUnavailable,
+)
 
 __all__ = ["TESTED_VERSIONS", "DifyClient", "version_tuple"]
 
@@ -25,6 +34,7 @@ TESTED_VERSIONS = ((1, 14, 0), (1, 16, 99))  # inclusive range this client is te
 _RETRIES = 3
 _BACKOFF = 0.2
 _PAGE = 100
+_OUTAGE_STATUSES = (502, 503, 504)  # a proxy or gateway without a Dify behind it
 
 
 def version_tuple(text: str) -> tuple[int, ...] | None:
@@ -109,8 +119,10 @@ class DifyClient:
     def _error(self, response: httpx.Response, operation: str) -> StoreError:
         status, message = response.status_code, _message(response)
         text = f"{operation}: Dify answered {status}: {message}"
-        if status >= 500:
+        if status in _OUTAGE_STATUSES:
             return StoreUnavailable(text, operation=operation)
+        if status >= 500:
+            return StoreFailed(text, operation=operation)
         if status in (401, 403):
             return AccessDenied(text, operation=operation)
         if status == 404:
@@ -221,7 +233,7 @@ class DifyClient:
 
     async def set_metadata(self, dataset_id: str, document_id: str, fields: list[dict[str, Any]]) -> None:
         body = {
-            "operation_data": [{"document_id": document_id, "metadata_list": fields, "partial_update": False}]
+            "operation_data": [{"document_id": document_id, "metadata_list": fields, "partial_update": True}]
         }
         await self.request("POST", f"/datasets/{dataset_id}/documents/metadata", "write metadata", json=body)
 

@@ -4,8 +4,9 @@
   by its name (`<dataset_prefix><slot>`); `create_slot` creates it and installs the
   metadata schema, idempotently.
 - Upsert by name updates the document in place (update-by-text), never
-  create-list-delete; metadata writes read, merge and write back the whole field set,
-  because Dify replaces it.
+  create-list-delete; metadata writes send only memctl's own fields, by id, merged
+  into the document's set (`partial_update`), so Dify's built-in fields and fields
+  someone added in Dify are never echoed back.
 - Tags are stored as `,a,b,` so Dify's `contains` operator matches a whole tag
   (`,api,` never matches `rapid-api`).
 - `high_quality` datasets are searched hybrid (0.7 vector + 0.3 keyword, Dify's
@@ -23,7 +24,7 @@ from typing import Any
 import anyio
 import httpx
 
-from ..._errors import InvalidInput, NotFound
+from ..._errors import InvalidInput, NotFound, StoreError
 from .._knowledge import (
     METADATA_FIELDS,
     DocMetadata,
@@ -37,13 +38,23 @@ from .._knowledge import (
 )
 from ._client import DifyClient
 
-__all__ = ["DifyKnowledgeStore"]
+__all__ = ["DifyKnowledgeStore", "MetadataPending"]
 
 _OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha")
 _SCALAR = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 _WAIT_SECONDS = 30.0
 _SUBSTRING_CANDIDATES = 200
 _CANDIDATES = 50
+
+
+class MetadataPending(StoreError):
+    """A save whose text Dify took but whose metadata write failed (replaying it is safe)."""
+
+    def __init__(self, document_id: str, created: bool, cause: StoreError) -> None:
+        super().__init__(f"text saved, metadata pending: {cause}", operation="write metadata")
+        self.document_id = document_id
+        self.created = created
+        self.cause = cause
 
 
 @dataclass
@@ -230,10 +241,8 @@ class DifyKnowledgeStore:
         fields = await self._install_schema(dataset)
         digest = _sha(text, metadata)
         existing = await self.client.find_document(dataset.id, name)
-        current: dict[str, str] = {}
         if existing is not None:
-            current = _decode(existing.get("doc_metadata"))
-            if current.get("memctl_sha") == digest:
+            if _decode(existing.get("doc_metadata")).get("memctl_sha") == digest:
                 return UpsertOutcome(
                     str(existing["id"]),
                     created=False,
@@ -245,19 +254,32 @@ class DifyKnowledgeStore:
         else:
             result = await self.client.create_by_text(dataset.id, name, text, dataset.technique)
         document = result["document"]
-        merged = {**current, **_encode(metadata, origin, digest)}
-        await self.client.set_metadata(
-            dataset.id,
-            str(document["id"]),
-            [{"id": fields.get(key, ""), "name": key, "value": value} for key, value in merged.items()],
-        )
+        created = existing is None
+        try:
+            await self._write_metadata(
+                dataset, fields, str(document["id"]), _encode(metadata, origin, digest)
+            )
+        except StoreError as exc:
+            raise MetadataPending(str(document["id"]), created, exc) from exc
         status = str(document.get("indexing_status") or "waiting")
         if self._wait_indexed:
             status = str(
                 (await self._wait_until(dataset, str(document["id"]), ("completed",)))["indexing_status"]
             )
-        return UpsertOutcome(
-            str(document["id"]), created=existing is None, changed=True, indexing_status=status
+        return UpsertOutcome(str(document["id"]), created=created, changed=True, indexing_status=status)
+
+    async def _write_metadata(
+        self, dataset: _Dataset, fields: dict[str, str], document_id: str, values: dict[str, str]
+    ) -> None:
+        """Only memctl's own fields, by the ids of the dataset's field map, merged into the
+        document's set (`partial_update`): built-in and foreign fields are never sent back."""
+        if any(key not in fields for key in values):  # a field deleted in Dify since we looked
+            self._fields.pop(dataset.id, None)
+            fields = await self._install_schema(dataset)
+        await self.client.set_metadata(
+            dataset.id,
+            document_id,
+            [{"id": fields[key], "name": key, "value": value} for key, value in values.items()],
         )
 
     async def _document(self, dataset: _Dataset, body: dict[str, Any]) -> Document:

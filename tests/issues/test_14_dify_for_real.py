@@ -1,0 +1,105 @@
+"""Issue 14: what a real Dify 1.14.2 showed that the emulator hid (here against the corrected emulator)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memory_bridge import StoreFailed
+from memory_bridge.stores._knowledge import DocMetadata
+from memory_bridge.stores.dify._client import DifyClient
+from memory_bridge.stores.dify._outbox import MAX_REJECTIONS, DurableKnowledgeStore, Outbox
+from memory_bridge.stores.dify._store import DifyKnowledgeStore
+
+from ..emulators.dify.app import create_app
+
+pytestmark = pytest.mark.anyio
+
+BASE = "http://dify.test"
+
+
+@pytest.fixture
+def app() -> Any:
+    return create_app(version="1.14.2")
+
+
+async def open_store(app: Any) -> DifyKnowledgeStore:
+    store = DifyKnowledgeStore(
+        f"{BASE}/v1",
+        app.state.dify.add_api_key(),
+        default_slots=("knowledge",),
+        transport=httpx.ASGITransport(app=app),
+    )
+    await store.create_slot("knowledge")
+    return store
+
+
+async def test_a_second_save_under_a_name_sends_only_memctls_own_fields(app: Any, tmp_path: Path) -> None:
+    """Finding 1: built-in fields (`id: "built-in"`) were echoed back with id "" and refused."""
+    durable = DurableKnowledgeStore(await open_store(app), Outbox(tmp_path / "outbox.db"))
+    first = await durable.upsert("knowledge", "n.md", "First text.", DocMetadata(scope="p"), origin="t")
+    second = await durable.upsert("knowledge", "n.md", "Second text.", DocMetadata(scope="p"), origin="t")
+    assert (first.created, second.created) == (True, False)
+    assert second.document_id == first.document_id and second.metadata_applied
+    assert (await durable.outbox.status())["pending"] == 0
+    doc = await durable.find("knowledge", "n.md")
+    assert doc is not None and doc.text == "Second text." and doc.metadata.scope == "p"
+    await durable.close()
+
+
+async def test_a_500_is_a_failure_not_an_outage_and_is_not_retried_by_the_client() -> None:
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        return httpx.Response(500, json={"code": "internal_server_error", "message": "boom"})
+
+    client = DifyClient(f"{BASE}/v1", "dataset-key", transport=httpx.MockTransport(handler))
+    with pytest.raises(StoreFailed, match="500"):
+        await client.get_dataset("x")
+    assert len(calls) == 1
+    await client.close()
+
+
+async def test_a_dead_write_never_blocks_later_writes_and_order_holds_per_document(
+    app: Any, tmp_path: Path
+) -> None:
+    """Finding 1: one write the server keeps refusing queued every later write behind it."""
+    durable = DurableKnowledgeStore(await open_store(app), Outbox(tmp_path / "outbox.db"))
+    app.state.dify.outage = 503
+    await durable.upsert("gone-slot", "bad.md", "Refused for good.", DocMetadata(), origin="t")
+    await durable.upsert("knowledge", "a.md", "A, first version.", DocMetadata(), origin="t")
+    await durable.upsert("knowledge", "a.md", "A, second version.", DocMetadata(), origin="t")
+    app.state.dify.outage = None
+    for _ in range(MAX_REJECTIONS):
+        await durable.upkeep()
+    status = await durable.outbox.status()
+    assert (status["pending"], status["dead_lettered"]) == (0, 1)
+    doc = await durable.find("knowledge", "a.md")
+    assert doc is not None and doc.text == "A, second version."
+    later = await durable.upsert(
+        "knowledge", "b.md", "Written after the dead one.", DocMetadata(), origin="t"
+    )
+    assert later.text_applied and later.created
+    [dead] = await durable.outbox.entries()
+    assert dead.dead and "unknown slot" in dead.last_error
+    assert await durable.outbox.retry() == 1
+    assert await durable.outbox.drop([dead.seq]) == 1
+    assert await durable.outbox.entries() == []
+    await durable.close()
+
+
+async def test_a_queued_save_does_not_claim_to_have_created_anything(app: Any, tmp_path: Path) -> None:
+    durable = DurableKnowledgeStore(await open_store(app), Outbox(tmp_path / "outbox.db"))
+    app.state.dify.outage = 503
+    outcome = await durable.upsert("knowledge", "q.md", "Queued.", DocMetadata(), origin="t")
+    assert outcome.created is None
+    assert (outcome.text_applied, outcome.metadata_applied, outcome.indexing_status) == (
+        False,
+        False,
+        "queued",
+    )
+    await durable.close()
