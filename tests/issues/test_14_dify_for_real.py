@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from memory_bridge import StoreFailed
-from memory_bridge.stores._knowledge import DocMetadata
+from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter
 from memory_bridge.stores.dify._client import DifyClient
 from memory_bridge.stores.dify._outbox import MAX_REJECTIONS, DurableKnowledgeStore, Outbox
 from memory_bridge.stores.dify._store import DifyKnowledgeStore
@@ -103,3 +103,59 @@ async def test_a_queued_save_does_not_claim_to_have_created_anything(app: Any, t
         "queued",
     )
     await durable.close()
+
+
+async def economy_store(app: Any, **options: Any) -> DifyKnowledgeStore:
+    store = DifyKnowledgeStore(
+        f"{BASE}/v1",
+        app.state.dify.add_api_key(),
+        default_slots=("knowledge",),
+        technique="economy",
+        transport=httpx.ASGITransport(app=app),
+        **options,
+    )
+    await store.create_slot("knowledge")
+    return store
+
+
+async def names(store: DifyKnowledgeStore, query: str, threshold: float | None = None) -> list[str]:
+    page = await store.search(["knowledge"], query, KnowledgeFilter(), top_k=5, score_threshold=threshold)
+    return [hit.document_name for hit in page.hits]
+
+
+async def test_economy_keywords_ignore_case(app: Any) -> None:
+    """Finding 4: economy keywords are case-sensitive in Dify ("cache" missed "Cache ...")."""
+    store = await economy_store(app)
+    await store.upsert("knowledge", "c.md", "Cache invalidation rules.", DocMetadata(), origin="t")
+    assert await names(store, "cache") == ["c.md"]
+    assert await names(store, "INVALIDATION") == ["c.md"]
+    await store.close()
+
+
+async def test_economy_finds_words_beyond_difys_ten_keywords(app: Any) -> None:
+    """Finding 4: Dify keeps 10 keywords per passage, so most words of a passage were unsearchable."""
+    store = await economy_store(app)
+    words = " ".join(f"alpha{n} beta{n}" for n in range(12))
+    await store.upsert("knowledge", "many.md", f"{words} zebrafish.", DocMetadata(), origin="t")
+    assert await names(store, "zebrafish") == ["many.md"]
+    await store.close()
+
+
+async def test_a_score_threshold_holds_on_economy_datasets(app: Any) -> None:
+    """Finding 4: Dify returns keyword hits with score 0 whatever the threshold."""
+    store = await economy_store(app)
+    await store.upsert("knowledge", "r.md", "Retry with backoff.", DocMetadata(), origin="t")
+    assert await names(store, "backoff") == ["r.md"]
+    assert await names(store, "backoff", threshold=0.5) == []
+    await store.close()
+
+
+async def test_enable_right_after_disable_waits_for_the_reindex(app: Any) -> None:
+    """Finding 4: Dify refuses a status change while it re-indexes ("is being indexed")."""
+    app.state.dify.indexing_delay = 0.3
+    store = await economy_store(app, wait_indexed=True)
+    outcome = await store.upsert("knowledge", "f.md", "Feature flags.", DocMetadata(), origin="t")
+    assert await store.set_enabled("knowledge", outcome.document_id, False)
+    assert await store.set_enabled("knowledge", outcome.document_id, True)
+    assert await names(store, "feature flags") == ["f.md"]
+    await store.close()

@@ -35,6 +35,9 @@ _RETRIES = 3
 _BACKOFF = 0.2
 _PAGE = 100
 _OUTAGE_STATUSES = (502, 503, 504)  # a proxy or gateway without a Dify behind it
+_BUSY = "is being indexed, please try again later"
+_BUSY_SECONDS = 60.0
+_KEYWORD_TABLE_RACE = "dataset_keyword_tables_dataset_id_key"
 
 
 def version_tuple(text: str) -> tuple[int, ...] | None:
@@ -224,11 +227,34 @@ class DifyClient:
         await self.request("DELETE", f"/datasets/{dataset_id}/documents/{document_id}", "delete document")
 
     async def set_status(self, dataset_id: str, document_id: str, action: str) -> None:
+        """Enable or disable; refused while Dify still re-indexes after the last change, so
+        that refusal is retried with backoff for up to `_BUSY_SECONDS`."""
+        delay, waited = _BACKOFF, 0.0
+        while True:
+            try:
+                await self.request(
+                    "PATCH",
+                    f"/datasets/{dataset_id}/documents/status/{action}",
+                    f"{action} document",
+                    json={"document_ids": [document_id]},
+                )
+                return
+            except InvalidInput as exc:
+                if _BUSY not in str(exc) or waited >= _BUSY_SECONDS:
+                    raise
+            await anyio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 2.0)
+
+    async def set_segment_keywords(
+        self, dataset_id: str, document_id: str, segment: dict[str, Any], keywords: list[str]
+    ) -> None:
+        """Replace one segment's keywords (economy datasets index exactly these)."""
         await self.request(
-            "PATCH",
-            f"/datasets/{dataset_id}/documents/status/{action}",
-            f"{action} document",
-            json={"document_ids": [document_id]},
+            "POST",
+            f"/datasets/{dataset_id}/documents/{document_id}/segments/{segment['id']}",
+            "set keywords",
+            json={"segment": {"content": segment["content"], "keywords": keywords}},
         )
 
     async def set_metadata(self, dataset_id: str, document_id: str, fields: list[dict[str, Any]]) -> None:
@@ -253,12 +279,22 @@ class DifyClient:
     async def retrieve(
         self, dataset_id: str, query: str, retrieval_model: dict[str, Any]
     ) -> list[dict[str, Any]]:
-        body = await self.request(
-            "POST",
-            f"/datasets/{dataset_id}/retrieve",
-            "retrieve",
-            json={"query": query, "retrieval_model": retrieval_model},
-        )
+        """Search one dataset. The first keyword search of a new economy dataset can race
+        Dify's worker creating its keyword table (a 400 naming the constraint): asked again."""
+        for attempt in range(2):
+            try:
+                body = await self.request(
+                    "POST",
+                    f"/datasets/{dataset_id}/retrieve",
+                    "retrieve",
+                    json={"query": query, "retrieval_model": retrieval_model},
+                )
+            except InvalidInput as exc:
+                if _KEYWORD_TABLE_RACE not in str(exc) or attempt:
+                    raise
+                await anyio.sleep(_BACKOFF)
+                continue
+            break
         return list(body.get("records") or [])
 
     async def ping(self) -> None:

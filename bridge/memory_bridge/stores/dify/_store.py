@@ -10,13 +10,17 @@
 - Tags are stored as `,a,b,` so Dify's `contains` operator matches a whole tag
   (`,api,` never matches `rapid-api`).
 - `high_quality` datasets are searched hybrid (0.7 vector + 0.3 keyword, Dify's
-  weighted score); `economy` ones by keyword only (scores 0), and say so.
+  weighted score); `economy` ones by keyword only (scores 0), and say so. Economy
+  keywords are case-sensitive and capped at 10 per passage in Dify, so memctl sets each
+  passage's keywords itself (every word, lowercased) once Dify has indexed it, and
+  lowercases queries; score thresholds are applied here too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +69,15 @@ class _Dataset:
     embedding_model: str | None
     embedding_provider: str | None
     description: str = ""
+
+
+def _keywords(content: str, extracted: list[str]) -> list[str]:
+    """Every word of a passage, lowercased, plus Dify's own keywords lowercased: economy
+    datasets index only these (Dify's extraction keeps case and at most 10 words)."""
+    lowered = content.lower()
+    words = {*re.findall(r"\w+", lowered), *re.findall(r"[a-z0-9]+", lowered)}
+    words.update(k.lower() for k in extracted)
+    return sorted(w for w in words if len(w) > 1)
 
 
 def _sha(text: str, metadata: DocMetadata) -> str:
@@ -129,6 +142,7 @@ class DifyKnowledgeStore:
         self._wait_indexed = wait_indexed
         self._datasets: dict[str, _Dataset] = {}
         self._fields: dict[str, dict[str, str]] = {}
+        self._unkeyed: dict[str, _Dataset] = {}  # economy documents whose keywords await indexing
         self.degraded: str | None = None
 
     # -- slots ------------------------------------------------------------------------------
@@ -266,7 +280,27 @@ class DifyKnowledgeStore:
             status = str(
                 (await self._wait_until(dataset, str(document["id"]), ("completed",)))["indexing_status"]
             )
+        await self._after_indexing(dataset, str(document["id"]))
         return UpsertOutcome(str(document["id"]), created=created, changed=True, indexing_status=status)
+
+    async def _after_indexing(self, dataset: _Dataset, document_id: str) -> None:
+        """Economy datasets: set the keywords once Dify has indexed the document: now when
+        saves wait or it is done already, else in `upkeep`."""
+        if dataset.technique != "economy":
+            return
+        if self._wait_indexed:
+            await self._wait_until(dataset, document_id, ("completed",))
+        elif (await self.client.get_document(dataset.id, document_id)).get("indexing_status") != "completed":
+            self._unkeyed[document_id] = dataset
+            return
+        await self._set_keywords(dataset, document_id)
+
+    async def _set_keywords(self, dataset: _Dataset, document_id: str) -> None:
+        for segment in await self.client.segments(dataset.id, document_id):
+            current = [str(k) for k in segment.get("keywords") or []]
+            wanted = _keywords(str(segment.get("content") or ""), current)
+            if sorted(current) != wanted:
+                await self.client.set_segment_keywords(dataset.id, document_id, segment, wanted)
 
     async def _write_metadata(
         self, dataset: _Dataset, fields: dict[str, str], document_id: str, values: dict[str, str]
@@ -323,7 +357,12 @@ class DifyKnowledgeStore:
             await self._wait_until(dataset, document_id, ("completed",))
         except NotFound:
             return False
-        await self.client.set_status(dataset.id, document_id, "enable" if enabled else "disable")
+        action = "enable" if enabled else "disable"
+        await self.client.set_status(dataset.id, document_id, action)
+        if self._wait_indexed:  # Dify refuses a repeat while it re-indexes, and ignores it after
+            await self.client.set_status(dataset.id, document_id, action)
+        if enabled:  # re-indexing extracts Dify's own keywords again
+            await self._after_indexing(dataset, document_id)
         return True
 
     async def delete(self, slot: str, document_id: str) -> bool:
@@ -388,10 +427,13 @@ class DifyKnowledgeStore:
             fetch = max(top_k, _SUBSTRING_CANDIDATES if mode == "substring" else _CANDIDATES)
             search_mode: SearchMode = "keyword" if mode == "substring" else mode
             model = self._retrieval_model(dataset, search_mode, flt, fetch, score_threshold)
-            for record in await self.client.retrieve(dataset.id, query[:250], model):
+            sent = query.lower() if dataset.technique == "economy" else query  # keywords are lowercased
+            for record in await self.client.retrieve(dataset.id, sent[:250], model):
                 hit = self._hit(dataset, record)
                 if mode == "substring" and query.lower() not in hit.content.lower():
                     continue
+                if score_threshold is not None and hit.score < score_threshold:
+                    continue  # Dify returns economy hits (score 0) whatever the threshold
                 if hit.document_id not in best or hit.score > best[hit.document_id].score:
                     best[hit.document_id] = hit
         hits = sorted(best.values(), key=lambda h: -h.score)
@@ -421,7 +463,19 @@ class DifyKnowledgeStore:
         return sum(slot.document_count for slot in await self.list_slots())
 
     async def upkeep(self) -> int:
-        return 0
+        """Set the keywords of economy documents Dify has finished indexing since."""
+        done = 0
+        for document_id, dataset in list(self._unkeyed.items()):
+            try:
+                doc = await self.client.get_document(dataset.id, document_id)
+            except NotFound:
+                del self._unkeyed[document_id]
+                continue
+            if doc.get("indexing_status") == "completed" and doc.get("enabled", True):
+                await self._set_keywords(dataset, document_id)
+                del self._unkeyed[document_id]
+                done += 1
+        return done
 
     async def ping(self) -> None:
         await self.client.ping()
