@@ -8,9 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from memory_bridge import StoreFailed
+from memory_bridge import InvalidInput, StoreFailed
 from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter
 from memory_bridge.stores.dify._client import DifyClient
+from memory_bridge.stores.dify._onboarding import onboard
 from memory_bridge.stores.dify._outbox import MAX_REJECTIONS, DurableKnowledgeStore, Outbox
 from memory_bridge.stores.dify._store import DifyKnowledgeStore
 
@@ -158,4 +159,54 @@ async def test_enable_right_after_disable_waits_for_the_reindex(app: Any) -> Non
     assert await store.set_enabled("knowledge", outcome.document_id, False)
     assert await store.set_enabled("knowledge", outcome.document_id, True)
     assert await names(store, "feature flags") == ["f.md"]
+    await store.close()
+
+
+async def test_onboarding_a_dify_without_embedding_model_makes_economy_datasets() -> None:
+    """Finding 2: onboarding always asked for high_quality datasets and failed on a fresh Dify."""
+    fresh = create_app(version="1.14.2")
+    fresh.state.dify.embedding_models = []
+    transport = httpx.ASGITransport(app=fresh)
+    report = await onboard(
+        BASE, email="admin@example.com", password="Passw0rd123", slots=("knowledge",), transport=transport
+    )
+    assert report.technique == "economy" and report.created_slots == ["knowledge"]
+    again = await onboard(
+        BASE,
+        email="admin@example.com",
+        password="Passw0rd123",
+        api_key=report.api_key,
+        slots=("knowledge",),
+        transport=transport,
+    )
+    assert (again.key_created, again.created_slots, again.slots) == (False, [], report.slots)
+
+
+async def test_a_failed_onboarding_revokes_the_key_it_created() -> None:
+    """Finding 2: every failed run leaked a dataset API key (Dify allows ten)."""
+    fresh = create_app(version="1.14.2")
+    fresh.state.dify.embedding_models = []
+    transport = httpx.ASGITransport(app=fresh)
+    with pytest.raises(InvalidInput, match="create dataset"):
+        await onboard(
+            BASE,
+            email="admin@example.com",
+            password="Passw0rd123",
+            slots=("knowledge",),
+            technique="high_quality",
+            transport=transport,
+        )
+    assert [k for k in fresh.state.dify.api_keys.values() if k.type == "dataset"] == []
+
+
+async def test_slots_are_created_on_first_use(app: Any) -> None:
+    """Finding 3: "unknown slot 'knowledge' (known: )" on a Dify where the slot did not exist yet."""
+    store = DifyKnowledgeStore(
+        f"{BASE}/v1",
+        app.state.dify.add_api_key(),
+        default_slots=("knowledge",),
+        transport=httpx.ASGITransport(app=app),
+    )
+    outcome = await store.upsert("knowledge", "a.md", "First save.", DocMetadata(), origin="t")
+    assert outcome.created and [s.name for s in await store.list_slots()] == ["knowledge"]
     await store.close()

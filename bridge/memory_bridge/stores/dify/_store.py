@@ -172,6 +172,9 @@ class DifyKnowledgeStore:
 
     async def _dataset(self, slot: str) -> _Dataset:
         dataset = await self._lookup(slot)
+        if dataset is None and slot in self._default_slots:  # created on first use
+            await self.create_slot(slot)
+            dataset = self._datasets[slot]
         if dataset is None:
             known = ", ".join(s.name for s in await self.list_slots())
             raise InvalidInput("dataset", f"unknown slot {slot!r} (known: {known})")
