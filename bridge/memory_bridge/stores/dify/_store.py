@@ -185,6 +185,9 @@ class DifyKnowledgeStore:
         slots = []
         for name in names:
             dataset = await self._lookup(name)
+            if dataset is None and name in self._default_slots:  # created on first use
+                await self.create_slot(name)
+                dataset = self._datasets[name]
             if dataset is None:
                 continue
             body = await self.client.get_dataset(dataset.id)
