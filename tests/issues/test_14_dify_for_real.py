@@ -211,3 +211,21 @@ async def test_slots_are_created_on_first_use(app: Any) -> None:
     outcome = await store.upsert("knowledge", "a.md", "First save.", DocMetadata(), origin="t")
     assert outcome.created
     await store.close()
+
+
+async def test_a_metadata_write_refused_while_another_runs_is_retried() -> None:
+    """Concurrent saves of one name on the real server: "Another document metadata operation is running"."""
+    answers = [
+        httpx.Response(
+            400,
+            json={
+                "code": "invalid_param",
+                "message": "Another document metadata operation is running, please wait a moment.",
+            },
+        ),
+        httpx.Response(200, json={"result": "success"}),
+    ]
+    client = DifyClient(f"{BASE}/v1", "dataset-key", transport=httpx.MockTransport(lambda _: answers.pop(0)))
+    await client.set_metadata("ds", "doc", [{"id": "f", "name": "scope", "value": "p"}])
+    assert answers == []
+    await client.close()

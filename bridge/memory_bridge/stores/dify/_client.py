@@ -35,7 +35,7 @@ _RETRIES = 3
 _BACKOFF = 0.2
 _PAGE = 100
 _OUTAGE_STATUSES = (502, 503, 504)  # a proxy or gateway without a Dify behind it
-_BUSY = "is being indexed, please try again later"
+_BUSY = ("is being indexed, please try again later", "Another document metadata operation is running")
 _BUSY_SECONDS = 60.0
 _KEYWORD_TABLE_RACE = "dataset_keyword_tables_dataset_id_key"
 
@@ -226,25 +226,28 @@ class DifyClient:
     async def delete_document(self, dataset_id: str, document_id: str) -> None:
         await self.request("DELETE", f"/datasets/{dataset_id}/documents/{document_id}", "delete document")
 
-    async def set_status(self, dataset_id: str, document_id: str, action: str) -> None:
-        """Enable or disable; refused while Dify still re-indexes after the last change, so
-        that refusal is retried with backoff for up to `_BUSY_SECONDS`."""
+    async def _patiently(self, method: str, path: str, operation: str, **kwargs: Any) -> Any:
+        """A request Dify refuses (400) while another operation on the document runs, a
+        re-index or a metadata write: the refusal is retried with backoff for up to
+        `_BUSY_SECONDS`."""
         delay, waited = _BACKOFF, 0.0
         while True:
             try:
-                await self.request(
-                    "PATCH",
-                    f"/datasets/{dataset_id}/documents/status/{action}",
-                    f"{action} document",
-                    json={"document_ids": [document_id]},
-                )
-                return
+                return await self.request(method, path, operation, **kwargs)
             except InvalidInput as exc:
-                if _BUSY not in str(exc) or waited >= _BUSY_SECONDS:
+                if not any(busy in str(exc) for busy in _BUSY) or waited >= _BUSY_SECONDS:
                     raise
             await anyio.sleep(delay)
             waited += delay
             delay = min(delay * 2, 2.0)
+
+    async def set_status(self, dataset_id: str, document_id: str, action: str) -> None:
+        await self._patiently(
+            "PATCH",
+            f"/datasets/{dataset_id}/documents/status/{action}",
+            f"{action} document",
+            json={"document_ids": [document_id]},
+        )
 
     async def set_segment_keywords(
         self, dataset_id: str, document_id: str, segment: dict[str, Any], keywords: list[str]
@@ -261,7 +264,9 @@ class DifyClient:
         body = {
             "operation_data": [{"document_id": document_id, "metadata_list": fields, "partial_update": True}]
         }
-        await self.request("POST", f"/datasets/{dataset_id}/documents/metadata", "write metadata", json=body)
+        await self._patiently(
+            "POST", f"/datasets/{dataset_id}/documents/metadata", "write metadata", json=body
+        )
 
     async def segments(self, dataset_id: str, document_id: str) -> list[dict[str, Any]]:
         items = [
