@@ -229,3 +229,13 @@ async def test_a_metadata_write_refused_while_another_runs_is_retried() -> None:
     await client.set_metadata("ds", "doc", [{"id": "f", "name": "scope", "value": "p"}])
     assert answers == []
     await client.close()
+
+
+async def test_keywords_are_set_before_a_one_shot_command_closes_the_store() -> None:
+    """A command that saves and exits runs no upkeep: the keywords are set on close."""
+    slow = create_app(version="1.14.2", indexing_delay=0.3)
+    store = await economy_store(slow)
+    outcome = await store.upsert("knowledge", "c.md", "Cache invalidation rules.", DocMetadata(), origin="t")
+    await store.close()
+    [segment] = slow.state.dify.document(outcome.document_id).segments
+    assert "cache" in segment.keywords

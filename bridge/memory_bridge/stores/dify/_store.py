@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import time
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ from .._knowledge import (
 from ._client import DifyClient
 
 __all__ = ["DifyKnowledgeStore", "MetadataPending"]
+
+log = logging.getLogger("memctl.dify")
 
 _OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha")
 _SCALAR = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
@@ -487,4 +490,13 @@ class DifyKnowledgeStore:
         await self.client.ping()
 
     async def close(self) -> None:
+        """Set the keywords still waiting for Dify's indexing (a one-shot command saves and
+        exits before any upkeep), then close the client."""
+        for document_id, dataset in list(self._unkeyed.items()):
+            try:
+                await self._wait_until(dataset, document_id, ("completed",))
+                await self._set_keywords(dataset, document_id)
+            except StoreError as exc:
+                log.warning("keywords of %s not set: %s", document_id, exc)
+        self._unkeyed.clear()
         await self.client.close()
