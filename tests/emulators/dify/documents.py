@@ -250,6 +250,9 @@ def set_status(state: DifyState, dataset: Dataset, action: str, body: dict[str, 
             raise invalid_action(f"Document: {doc.name} is not completed.")
     for doc in docs:
         _apply_status(state, doc, action, now)
+        if action == "enable" and dataset.indexing_technique == "economy":
+            for segment in doc.segments:  # re-indexing extracts Dify's own keywords again
+                segment.keywords = keywords(segment.content, keep_case=True)
 
 
 def _apply_status(state: DifyState, doc: Document, action: str, now: float) -> None:
