@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -239,3 +240,17 @@ async def test_keywords_are_set_before_a_one_shot_command_closes_the_store() -> 
     await store.close()
     [segment] = slow.state.dify.document(outcome.document_id).segments
     assert "cache" in segment.keywords
+
+
+async def test_keywords_are_set_again_once_the_reindex_after_enable_is_over() -> None:
+    """Without waiting saves: Dify's re-index after enable (not shown in the document's
+    status) replaces the keywords, so they are set once it is over, in upkeep."""
+    slow = create_app(version="1.14.2", indexing_delay=0.3)
+    store = await economy_store(slow)
+    outcome = await store.upsert("knowledge", "f.md", "Feature flags.", DocMetadata(), origin="t")
+    assert await store.set_enabled("knowledge", outcome.document_id, False)
+    assert await store.set_enabled("knowledge", outcome.document_id, True)
+    while not await store.upkeep():
+        await anyio.sleep(0.05)
+    assert await names(store, "feature") == ["f.md"]
+    await store.close()

@@ -249,6 +249,22 @@ class DifyClient:
             json={"document_ids": [document_id]},
         )
 
+    async def reindexing(self, dataset_id: str, document_id: str) -> bool:
+        """Whether Dify still re-indexes an enabled document after a status change: it
+        refuses a repeated `enable` then, and ignores it otherwise."""
+        try:
+            await self.request(
+                "PATCH",
+                f"/datasets/{dataset_id}/documents/status/enable",
+                "enable document",
+                json={"document_ids": [document_id]},
+            )
+        except InvalidInput as exc:
+            if _BUSY[0] not in str(exc):
+                raise
+            return True
+        return False
+
     async def set_segment_keywords(
         self, dataset_id: str, document_id: str, segment: dict[str, Any], keywords: list[str]
     ) -> None:

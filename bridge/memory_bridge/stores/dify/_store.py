@@ -24,7 +24,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx
@@ -52,6 +52,7 @@ _SCALAR = ("atom_type", "project_module", "language", "task_type", "error_patter
 _WAIT_SECONDS = 30.0
 _SUBSTRING_CANDIDATES = 200
 _CANDIDATES = 50
+_Keying = Literal["ready", "wait", "gone"]
 
 
 class MetadataPending(StoreError):
@@ -145,7 +146,8 @@ class DifyKnowledgeStore:
         self._wait_indexed = wait_indexed
         self._datasets: dict[str, _Dataset] = {}
         self._fields: dict[str, dict[str, str]] = {}
-        self._unkeyed: dict[str, _Dataset] = {}  # economy documents whose keywords await indexing
+        # economy documents whose keywords await indexing: id -> (dataset, re-enabled)
+        self._unkeyed: dict[str, tuple[_Dataset, bool]] = {}
         self.degraded: str | None = None
 
     # -- slots ------------------------------------------------------------------------------
@@ -292,17 +294,30 @@ class DifyKnowledgeStore:
         await self._after_indexing(dataset, str(document["id"]))
         return UpsertOutcome(str(document["id"]), created=created, changed=True, indexing_status=status)
 
-    async def _after_indexing(self, dataset: _Dataset, document_id: str) -> None:
+    async def _after_indexing(self, dataset: _Dataset, document_id: str, *, enabled: bool = False) -> None:
         """Economy datasets: set the keywords once Dify has indexed the document: now when
-        saves wait or it is done already, else in `upkeep`."""
+        saves wait or it is done already, else in `upkeep`. After an enable, Dify's
+        re-index (not shown in the document's status) would replace them, so it is awaited."""
         if dataset.technique != "economy":
             return
         if self._wait_indexed:
             await self._wait_until(dataset, document_id, ("completed",))
-        elif (await self.client.get_document(dataset.id, document_id)).get("indexing_status") != "completed":
-            self._unkeyed[document_id] = dataset
+        elif enabled or await self._keying(dataset, document_id, enabled=False) != "ready":
+            self._unkeyed[document_id] = (dataset, enabled)
             return
         await self._set_keywords(dataset, document_id)
+
+    async def _keying(self, dataset: _Dataset, document_id: str, *, enabled: bool) -> _Keying:
+        """ "ready" for its keywords, "wait" while Dify indexes it, "gone" (deleted or disabled)."""
+        try:
+            doc = await self.client.get_document(dataset.id, document_id)
+        except NotFound:
+            return "gone"
+        if not doc.get("enabled", True):
+            return "gone"  # enabling it again sets its keywords
+        if doc.get("indexing_status") != "completed":
+            return "wait"
+        return "wait" if enabled and await self.client.reindexing(dataset.id, document_id) else "ready"
 
     async def _set_keywords(self, dataset: _Dataset, document_id: str) -> None:
         for segment in await self.client.segments(dataset.id, document_id):
@@ -371,7 +386,7 @@ class DifyKnowledgeStore:
         if self._wait_indexed:  # Dify refuses a repeat while it re-indexes, and ignores it after
             await self.client.set_status(dataset.id, document_id, action)
         if enabled:  # re-indexing extracts Dify's own keywords again
-            await self._after_indexing(dataset, document_id)
+            await self._after_indexing(dataset, document_id, enabled=True)
         return True
 
     async def delete(self, slot: str, document_id: str) -> bool:
@@ -474,16 +489,14 @@ class DifyKnowledgeStore:
     async def upkeep(self) -> int:
         """Set the keywords of economy documents Dify has finished indexing since."""
         done = 0
-        for document_id, dataset in list(self._unkeyed.items()):
-            try:
-                doc = await self.client.get_document(dataset.id, document_id)
-            except NotFound:
-                del self._unkeyed[document_id]
+        for document_id, (dataset, enabled) in list(self._unkeyed.items()):
+            state = await self._keying(dataset, document_id, enabled=enabled)
+            if state == "wait":
                 continue
-            if doc.get("indexing_status") == "completed" and doc.get("enabled", True):
+            if state == "ready":
                 await self._set_keywords(dataset, document_id)
-                del self._unkeyed[document_id]
                 done += 1
+            del self._unkeyed[document_id]
         return done
 
     async def ping(self) -> None:
@@ -492,9 +505,11 @@ class DifyKnowledgeStore:
     async def close(self) -> None:
         """Set the keywords still waiting for Dify's indexing (a one-shot command saves and
         exits before any upkeep), then close the client."""
-        for document_id, dataset in list(self._unkeyed.items()):
+        for document_id, (dataset, enabled) in list(self._unkeyed.items()):
             try:
                 await self._wait_until(dataset, document_id, ("completed",))
+                if enabled:  # a repeated enable waits out the re-index
+                    await self.client.set_status(dataset.id, document_id, "enable")
                 await self._set_keywords(dataset, document_id)
             except StoreError as exc:
                 log.warning("keywords of %s not set: %s", document_id, exc)
