@@ -15,6 +15,7 @@ from ._errors import (
     MemctlError,
     NotFound,
     StoreError,
+    StoreFailed,
     StoreUnavailable,
 )
 
@@ -66,6 +67,7 @@ __all__ = [
     "NotFound",
     "Settings",
     "StoreError",
+    "StoreFailed",
     "StoreUnavailable",
     "build_server",
     "find_project",
