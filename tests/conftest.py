@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from .real_dify import RealDify, console, real_dify_target
 
 
 @pytest.fixture
@@ -34,3 +37,18 @@ def own_home(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> It
         for name in ("MEMCTL_INVENTORY", "MEMCTL_STATE_DIR", "MEMCTL_PROJECT"):
             patch.delenv(name, raising=False)
         yield home
+
+
+@pytest.fixture(scope="session")
+def real_dify() -> Iterator[RealDify]:
+    """The real Dify of the `real_dify` tests, with a dataset API key for this session."""
+    target = real_dify_target()
+    with console(target) as client:
+        created = client.post("/console/api/datasets/api-keys")
+        created.raise_for_status()
+        key = created.json()
+    try:
+        yield replace(target, api_key=str(key["token"]))
+    finally:
+        with console(target) as client:
+            client.delete(f"/console/api/datasets/api-keys/{key['id']}")

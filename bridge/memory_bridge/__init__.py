@@ -15,10 +15,12 @@ from ._errors import (
     MemctlError,
     NotFound,
     StoreError,
+    StoreFailed,
     StoreUnavailable,
 )
 
 if _typing.TYPE_CHECKING:
+    from ._files import private_dir, private_file
     from ._identity import pin_scope, pinned_scope, write_scope
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
@@ -31,6 +33,8 @@ _LAZY = {
     "pin_scope": "._identity",
     "pinned_scope": "._identity",
     "write_scope": "._identity",
+    "private_dir": "._files",
+    "private_file": "._files",
     "open_state": "._serve",
     "run_bridge": "._serve",
     "serve_http": "._serve",
@@ -63,6 +67,7 @@ __all__ = [
     "NotFound",
     "Settings",
     "StoreError",
+    "StoreFailed",
     "StoreUnavailable",
     "build_server",
     "find_project",
@@ -71,6 +76,8 @@ __all__ = [
     "open_state",
     "pin_scope",
     "pinned_scope",
+    "private_dir",
+    "private_file",
     "run_bridge",
     "serve_http",
     "serve_stdio",

@@ -6,6 +6,7 @@
     │   ├── NotFound            the thing asked for does not exist
     │   ├── Conflict            the store refused a change that clashes with its state
     │   ├── AccessDenied        the store refused our credentials (check the key)
+    │   ├── StoreFailed         the store took the request and failed on it (a 500)
     │   └── StoreUnavailable    the store cannot be reached or used (retryable)
     └── ConfigError             settings or a store URL are wrong (at startup)
 
@@ -25,6 +26,7 @@ __all__ = [
     "MemctlError",
     "NotFound",
     "StoreError",
+    "StoreFailed",
     "StoreUnavailable",
 ]
 
@@ -70,6 +72,11 @@ class Conflict(StoreError):
 
 class AccessDenied(StoreError):
     """The store refused our credentials or permissions; retrying will not help."""
+
+
+class StoreFailed(StoreError):
+    """The store answered but failed on this request (an internal error): not an outage,
+    so it may be retried a few times but never forever."""
 
 
 class StoreUnavailable(StoreError):

@@ -1,4 +1,9 @@
-"""Replacing a file whole: readers see the old text or the new, never part of either."""
+"""Private files and directories, and replacing a file whole (readers see the old text or
+the new, never part of either).
+
+Every directory memctl creates for its own data (stores, tokens, outboxes, logs, caches) is
+mode 0700 and every such file 0600 from its first byte, whatever the umask; an existing one
+keeps its mode (`memctl doctor` reports one others can read)."""
 
 from __future__ import annotations
 
@@ -7,18 +12,61 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["write_atomically"]
+__all__ = [
+    "MEMORY_DIR",
+    "PRIVATE_DIR_MODE",
+    "PRIVATE_FILE_MODE",
+    "private_dir",
+    "private_file",
+    "write_atomically",
+]
+
+MEMORY_DIR = ".memory"  # a project's memctl data: private throughout
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` and its missing parents, each mode 0700; `path`."""
+    missing: list[Path] = []
+    here = path
+    while not here.is_dir() and here != here.parent:
+        missing.append(here)
+        here = here.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=PRIVATE_DIR_MODE)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
+            continue  # made by someone else meanwhile: theirs to set
+        os.chmod(directory, PRIVATE_DIR_MODE)  # a umask such as 0277 narrows mkdir's mode
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Create `path` empty, mode 0600, in private directories, unless it exists; `path`."""
+    private_dir(path.parent)
+    # O_NONBLOCK: a FIFO planted in the file's place fails at once instead of blocking
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, PRIVATE_FILE_MODE))
+    return path
 
 
 def write_atomically(path: Path, text: str, *, mode: int | None = None) -> None:
     """Write `text` to a temporary file beside `path` (mode 0600 from its first byte), fsync
-    it, give it `mode` (default: the mode the file has, 0644 for a new one), and rename it
-    over `path`. A symlink is followed, so the file it points to is replaced and the link stays.
+    it, give it `mode` (default: the mode the file has; for a new one 0600 inside a
+    `.memory/` directory, else 0644), and rename it over `path`. A symlink is followed, so the file it
+    points to is replaced and the link stays.
     """
     real = path.resolve()
-    real.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        mode = stat.S_IMODE(real.stat().st_mode) if real.exists() else 0o644
+    if mode is not None and not mode & 0o077:
+        private_dir(real.parent)  # a private file's new directories are private too
+    else:
+        real.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None and real.exists():
+        mode = stat.S_IMODE(real.stat().st_mode)
+    elif mode is None:  # new: everything memctl keeps in a project's .memory/ is private
+        mode = PRIVATE_FILE_MODE if MEMORY_DIR in real.parent.parts else 0o644
     fd, temp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

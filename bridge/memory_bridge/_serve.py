@@ -33,6 +33,11 @@ async def open_state(settings: Settings) -> AsyncIterator[AppState]:
     """Open the store for the settings' project, sweep expired entries while it is open.
 
     Serving a project pins its scope (`_identity.pin_scope`) once its stores exist."""
+    if not settings.redact_entries:
+        log.warning(
+            "redact_entries is false: memory_set stores secrets verbatim (memory-mcp's behaviour); "
+            "anyone who can read the entry store or a backup of it reads them"
+        )
     embedder = make_embedder(settings)  # one model, shared by both stores
     store = open_entry_store(settings, embedder)
     try:

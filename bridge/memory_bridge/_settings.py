@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,10 +23,11 @@ from pydantic_settings import (
 )
 
 from ._errors import ConfigError
+from ._files import MEMORY_DIR
 
 __all__ = ["MEMORY_DIR", "Settings", "find_project", "load_settings", "read_token_file"]
 
-MEMORY_DIR = ".memory"
+_BLANK = "is empty or only whitespace"
 _toml_file: ContextVar[Path | None] = ContextVar("_toml_file", default=None)
 
 
@@ -109,11 +110,14 @@ class Settings(BaseSettings):
     audit_lore_stale_days: int = Field(90, gt=0, description="Age at which audit_memory flags project-lore.")
     host: str = Field("127.0.0.1", description="Address the HTTP bridge binds.")
     port: int = Field(3106, ge=0, le=65535, description="Port of the HTTP bridge (0 picks a free one).")
-    token_file: Path | None = Field(None, description="File holding the bearer token (mode 0600).")
+    token_file: Path | None = Field(
+        None, description="File holding the bearer token (mode 0600); an empty file is a start-up error."
+    )
     auth_token: SecretStr | None = Field(
         None,
         validation_alias=_aliases("auth_token", "MEMCTL_AUTH_TOKEN", "MEMORY_MCP_AUTH_TOKEN"),
-        description="Bearer token given directly (prefer token_file).",
+        description="Bearer token given directly (prefer token_file). An empty or blank value (e.g. a "
+        "compose file's unset `${VAR}`) is a start-up error naming where it came from, never auth off.",
     )
     allowed_hosts: list[str] = Field(
         default_factory=list,
@@ -153,6 +157,12 @@ class Settings(BaseSettings):
             "MEMORY_MCP_OPERATION_ID_TTL_SECONDS",
         ),
         description="How long an operation_id is remembered for replay.",
+    )
+    redact_entries: bool = Field(
+        True,
+        description="Redact secrets from memory_set titles and bodies before they are stored, as knowledge "
+        "always is. `false` stores them verbatim, as memory-mcp does: anyone who can read the store or a "
+        "backup reads them, and the bridge warns about it at every start.",
     )
     sweep_interval_seconds: float = Field(60.0, gt=0, description="How often expired entries are swept.")
     tool_timeout_seconds: float = Field(
@@ -206,6 +216,15 @@ class Settings(BaseSettings):
     capture_daily_retention_days: int = Field(
         7, gt=0, description="Days a compiled daily document stays enabled before compile disables it."
     )
+
+    @field_validator("auth_token", "token_file", mode="before")
+    @classmethod
+    def _not_blank(cls, value: Any) -> Any:
+        """An empty token (an unset compose variable, `auth_token = ""`) must never switch auth on."""
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if isinstance(text, str) and not text.strip():
+            raise ValueError(_BLANK)
+        return value
 
     @classmethod
     def settings_customise_sources(
@@ -290,6 +309,35 @@ def _project_of(flags: dict[str, Any]) -> Path:
     return (find_project(cwd) or cwd).resolve()
 
 
+def _env_names(field: str) -> list[str]:
+    alias = Settings.model_fields[field].validation_alias
+    if isinstance(alias, AliasChoices):
+        return [str(choice) for choice in alias.choices]
+    return [f"MEMCTL_{field}"]
+
+
+def _origin(field: str, given: dict[str, Any], toml_file: Path) -> str:
+    """Where `field`'s value came from, in precedence order, for an error message."""
+    if field in given:
+        return f"the {field} flag"
+    upper = {name.upper(): name for name in os.environ}
+    for name in _env_names(field):
+        if name.upper() in upper:
+            return f"the environment variable {upper[name.upper()]}"
+    return f"{toml_file} (key {field})"
+
+
+def _blank_token_error(exc: ValidationError, given: dict[str, Any], toml_file: Path) -> ConfigError | None:
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else ""
+        if _BLANK in err["msg"] and field in Settings.model_fields:
+            return ConfigError(
+                f"{field}: {_origin(field, given, toml_file)} {_BLANK}, which would let any request in; "
+                "give a real token (memctl token rotate writes one) or remove the setting"
+            )
+    return None
+
+
 def load_settings(**flags: Any) -> Settings:
     """Build the settings; `flags` holds only the options the user actually gave."""
     given = {key: value for key, value in flags.items() if value is not None}
@@ -302,10 +350,14 @@ def load_settings(**flags: Any) -> Settings:
         given["dify_datasets"] = {**bound, **given.get("dify_datasets", {})}
     project = _project_of(given)
     given["project"] = project
-    token = _toml_file.set(project / MEMORY_DIR / "config.toml")
+    toml_file = project / MEMORY_DIR / "config.toml"
+    token = _toml_file.set(toml_file)
     try:
         return Settings(**given)
     except ValidationError as exc:
+        blank = _blank_token_error(exc, given, toml_file)
+        if blank is not None:
+            raise blank from exc
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()
         )

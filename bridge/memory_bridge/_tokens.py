@@ -109,7 +109,11 @@ def token_source(settings: Settings) -> TokenSource:
     if settings.token_file is not None:
         return FileTokens(settings.token_file)
     token = settings.bearer_token()
-    return StaticTokens(() if token is None else (token.get_secret_value(),))
+    if token is None:
+        return StaticTokens(())
+    if not token.get_secret_value().strip():  # load_settings refuses it first; a model_copy does not
+        raise ConfigError("auth_token is empty or only whitespace, which would let any request in")
+    return StaticTokens((token.get_secret_value(),))
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -19,6 +19,7 @@ from memory_bridge.stores._url import open_stores
 from ._clients import ALL_CLIENTS, Client, Plan, apply
 from ._containers import bridge_container
 from ._content import content_root
+from ._modes import loose_modes
 from ._proof import prove
 from ._record import recorded_project
 from ._registry import read_registry, registry_path
@@ -144,6 +145,20 @@ def _configured_clients(project: Path) -> frozenset[Client]:
     return present or ALL_CLIENTS
 
 
+def _modes(memory: Path) -> Check:
+    loose = loose_modes(memory)
+    if not loose:
+        return Check("file modes", "ok", f"{memory} and everything in it are private (0700 / 0600)")
+    shown = ", ".join(f"{path} ({mode:o})" for path, mode in loose[:5])
+    more = f" and {len(loose) - 5} more" if len(loose) > 5 else ""
+    return Check(
+        "file modes",
+        "fail",
+        f"other local users can read memory, tokens or logs: {shown}{more}",
+        f"chmod -R go-rwx {memory}",
+    )
+
+
 def _project(project: Path) -> list[Check]:
     memory = project / ".memory"
     if not memory.is_dir():
@@ -161,6 +176,7 @@ def _project(project: Path) -> list[Check]:
         if stale
         else Check("schema", "ok", "every embedded store is at the latest schema")
     )
+    checks.append(_modes(memory))
     token = memory / "bridge.token"
     if not token.exists():
         checks.append(Check("bridge token", "warn", "none yet (needed for --http)", "run: memctl up"))

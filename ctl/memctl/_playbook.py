@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_bridge import ConfigError, MemctlError
+from memory_bridge import ConfigError, MemctlError, private_dir, private_file
 from memory_bridge._files import write_atomically
 
 from ._content import content_root
@@ -107,7 +107,7 @@ def run_playbook(
     not by a name another project may share)."""
     root = content_root()
     logs = state_dir() / "runs"
-    logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(logs)
     run = PlaybookRun(name, logs / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{name}.log")
     write_atomically(projects_file(run.log), json.dumps({"workspaces": list(workspaces)}) + "\n", mode=0o600)
     command = [_ansible_playbook(), "-i", str(inventory), str(root / "playbooks" / f"{name}.yml")]
@@ -118,7 +118,7 @@ def run_playbook(
     if extra_vars:
         command += ["--extra-vars", json.dumps(extra_vars)]
     read_end, write_end = os.pipe()
-    with run.log.open("w", encoding="utf-8") as log:
+    with private_file(run.log).open("w", encoding="utf-8") as log:
         try:
             process = subprocess.Popen(
                 command,

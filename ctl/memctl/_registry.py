@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from memory_bridge import ConfigError, NotFound
+from memory_bridge import ConfigError, NotFound, private_dir
 
 from ._inventory import Inventory, Project, load_inventory, local_inventory
 
@@ -59,7 +59,7 @@ def _projects(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _write_validated(path: Path, document: dict[str, Any]) -> Inventory | None:
     """Validate the document as an inventory, then replace the file atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     text = _HEADER + yaml.safe_dump(document, sort_keys=False)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".yml")
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 
-from memory_bridge import Settings, open_entry_store
+from memory_bridge import Settings, open_entry_store, private_dir
 from memory_bridge.core._migrate import user_version
 from memory_bridge.stores._url import open_knowledge_store, sqlite_path
 from memory_bridge.stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
@@ -44,7 +44,7 @@ def embedded_states(settings: Settings) -> list[StoreState]:
 
 def prepare_stores(settings: Settings) -> str:
     """Create and migrate both stores; the entry store's URL."""
-    settings.memory_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.memory_dir)
     entries = open_entry_store(settings)
     anyio.run(entries.close)
     if settings.knowledge_store.startswith("sqlite"):

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "init": "memctl.commands.init:init",
     "migrate": "memctl.commands.migrate:migrate_command",
     "migrate-store": "memctl.commands.migrate_store:migrate_store",
+    "outbox": "memctl.commands.outbox:outbox",
     "projects": "memctl.commands.projects:projects",
     "restore": "memctl.commands.restore:restore",
     "serve": "memctl.commands.serve:serve",

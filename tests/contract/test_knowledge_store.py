@@ -22,6 +22,7 @@ from memory_bridge.stores.sqlite._knowledge import SqliteKnowledgeStore
 
 from ..bridges import MODEL_CACHE
 from ..emulators.dify.app import create_app
+from ..real_dify import RealDify, delete_datasets, unique_prefix
 
 pytestmark = pytest.mark.anyio
 
@@ -47,15 +48,45 @@ async def dify_store(embedder: LazyEmbedder, version: str) -> KnowledgeStore:
     return store
 
 
-@pytest.fixture(params=["sqlite+minilm", "sqlite-keywords", "dify-1.16+minilm", "dify-1.14+minilm"])
+async def real_dify_store(target: RealDify, prefix: str) -> KnowledgeStore:
+    """The Dify store against the real server: economy datasets named with `prefix`; saves
+    wait until Dify has indexed them (it indexes asynchronously)."""
+    store = DifyKnowledgeStore(
+        f"{target.url}/v1",
+        target.api_key,
+        default_slots=SLOTS,
+        dataset_prefix=prefix,
+        technique="economy",
+        wait_indexed=True,
+    )
+    for slot in SLOTS:
+        await store.create_slot(slot)
+    return store
+
+
+@pytest.fixture(
+    params=[
+        "sqlite+minilm",
+        "sqlite-keywords",
+        "dify-1.16+minilm",
+        "dify-1.14+minilm",
+        pytest.param("real-dify-1.14.2", marks=pytest.mark.real_dify),
+    ]
+)
 async def make_knowledge(
     request: pytest.FixtureRequest, tmp_path: Path, minilm: LazyEmbedder
 ) -> AsyncIterator[KnowledgeFactory]:
     opened: list[KnowledgeStore] = []
+    prefix = unique_prefix()
+    target: RealDify | None = None
+    if request.param.startswith("real-dify"):
+        target = request.getfixturevalue("real_dify")
 
     async def factory() -> KnowledgeStore:
         store: KnowledgeStore
-        if request.param.startswith("dify-"):
+        if target is not None:
+            store = await real_dify_store(target, f"{prefix}{len(opened)}-")
+        elif request.param.startswith("dify-"):
             store = await dify_store(minilm, request.param.removeprefix("dify-").split("+")[0] + ".0")
         else:
             embedder = minilm if request.param == "sqlite+minilm" else None
@@ -68,6 +99,8 @@ async def make_knowledge(
     yield factory
     for store in opened:
         await store.close()
+    if target is not None:
+        delete_datasets(target, prefix)
 
 
 @pytest.fixture

@@ -137,6 +137,18 @@ async def test_saves_survive_a_dify_outage_and_land_when_it_returns(
             )
         )
         assert not saved["documentId"].startswith("queued:")
+        again = payload(
+            await client.call_tool(
+                "save_to_dataset",
+                {
+                    "dataset": "knowledge",
+                    "name": "flags.md",
+                    "text": "Feature flags live in LaunchDarkly now.",
+                },
+            )
+        )
+        assert (again["documentId"], again["created"]) == (saved["documentId"], False)
+        assert again["documentOk"] and again["metadataOk"] and again["indexingStatus"] != "queued"
         found = payload(await client.call_tool("search_memory", {"query": "feature flags"}))
         assert [r["documentName"] for r in found["records"]] == ["flags.md"]
 
@@ -152,6 +164,7 @@ async def test_saves_survive_a_dify_outage_and_land_when_it_returns(
             )
         )
         assert queued["indexingStatus"] == "queued" and queued["documentId"].startswith("queued:")
+        assert (queued["created"], queued["documentOk"], queued["metadataOk"]) == (None, False, False)
         report = status(tmp_path, bridge_env(**settings))
         assert report["outbox"]["pending"] == 1 and report["ok"] is False
 

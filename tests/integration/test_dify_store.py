@@ -14,7 +14,7 @@ from memory_bridge import AccessDenied, InvalidInput, NotFound, StoreUnavailable
 from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter
 from memory_bridge.stores.dify._client import DifyClient
 from memory_bridge.stores.dify._onboarding import onboard
-from memory_bridge.stores.dify._outbox import DurableKnowledgeStore, Outbox
+from memory_bridge.stores.dify._outbox import MAX_REJECTIONS, DurableKnowledgeStore, Outbox
 from memory_bridge.stores.dify._store import DifyKnowledgeStore
 
 from ..emulators.dify.app import create_app
@@ -79,7 +79,7 @@ async def test_a_4xx_is_never_an_outage_and_5xx_is_retried() -> None:
     assert len(calls) == 3, "4xx answers are not retried"
     with pytest.raises(StoreUnavailable, match="502"):
         await client.get_dataset("down")
-    assert len(calls) == 6, "a 5xx is retried before it is reported"
+    assert len(calls) == 6, "a 502 is retried before it is reported"
     await client.close()
 
 
@@ -171,16 +171,19 @@ async def test_writes_during_an_outage_wait_in_the_outbox_and_replay_in_order(
     await durable.close()
 
 
-async def test_a_write_dify_rejects_is_kept_as_failed(
+async def test_a_write_dify_rejects_is_retried_a_few_times_then_dead_lettered(
     store: DifyKnowledgeStore, app: Any, tmp_path: Path
 ) -> None:
     durable = DurableKnowledgeStore(store, Outbox(tmp_path / "outbox.db"))
     app.state.dify.outage = 503
     await durable.upsert("nonexistent-slot", "x.md", "text", DocMetadata(), origin="t")
     app.state.dify.outage = None
+    for _ in range(MAX_REJECTIONS - 1):
+        await durable.upkeep()
+        assert (await durable.outbox.status())["pending"] == 1, "a rejection is retried"
     await durable.upkeep()
     status = await durable.outbox.status()
-    assert (status["pending"], status["failed"]) == (0, 1)
+    assert (status["pending"], status["dead_lettered"]) == (0, 1)
     assert "unknown slot" in status["last_error"]
     await durable.close()
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._errors import InvalidInput
+from .._files import private_dir
 from ..stores._base import EntryRecord
 from ..stores._knowledge import DocMetadata
 
@@ -177,7 +178,7 @@ class ArchiveWriter:
             slots=self.slots,
         )
         try:
-            self.output.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.output.parent)
             descriptor, partial = tempfile.mkstemp(prefix=f".{self.output.name}.", dir=self.output.parent)
         except OSError as exc:
             self._dir.cleanup()

@@ -2,8 +2,11 @@
 
 A restore verifies the whole archive and compares it with the target stores before it
 writes anything; afterwards it compares every item again. A target that already holds
-different data is refused unless the caller merges (the archive wins for shared items,
-the target keeps its others) or replaces (the target ends up holding exactly the archive).
+different data is refused unless the caller merges or replaces (the target ends up holding
+exactly the archive). A merge adds the archive's items the target lacks and keeps the
+target's others; for an entry both hold, the archive's version becomes a new revision on
+top of the target's, so the target's history survives; for a document both hold, the
+archive's text wins.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from ._archive import (
     iter_entry_batches,
     verify_archive,
 )
-from ._transfer import Fingerprint, fingerprint, same_fingerprint
+from ._entry_merge import Seen, merge_entry, seen
+from ._transfer import same_fingerprint
 
 __all__ = ["Progress", "RestoreMode", "RestoreReport", "backup", "restore"]
 
@@ -106,6 +110,7 @@ class RestoreReport:
     knowledge_state: str = ""
     entries_written: int = 0
     entries_removed: int = 0
+    entries_revised: list[str] = field(default_factory=list)  # merge: the archive's version put on top
     documents_written: int = 0
     documents_removed: int = 0
     mismatched_entries: list[str] = field(default_factory=list)
@@ -116,16 +121,27 @@ class RestoreReport:
         return not self.mismatched_entries and not self.mismatched_documents
 
 
-async def _entry_fingerprints(store: EntryStore) -> dict[str, Fingerprint]:
-    found: dict[str, Fingerprint] = {}
+async def _entries_seen(store: EntryStore) -> dict[str, Seen]:
+    found: dict[str, Seen] = {}
     async for batch in store.export_records():
-        found.update((r.id, fingerprint(r)) for r in batch)
+        found.update((r.id, seen(r)) for r in batch)
     return found
 
 
-def _compare(wanted: dict[str, Fingerprint], found: dict[str, Fingerprint], *, exact: bool) -> list[str]:
-    """Ids whose target record differs from the archive (and extras, when `exact`)."""
-    bad = [i for i, fp in wanted.items() if i not in found or not same_fingerprint(fp, found[i])]
+def _compare(
+    wanted: dict[str, Seen], found: dict[str, Seen], *, exact: bool, revised: frozenset[str] = frozenset()
+) -> list[str]:
+    """Ids whose target record differs from the archive (and extras, when `exact`); for the
+    `revised` ids only the current content must match, their history being the target's."""
+
+    def differs(i: str, want: Seen) -> bool:
+        if i not in found:
+            return True
+        if i in revised:
+            return want.content != found[i].content
+        return not same_fingerprint(want.fingerprint, found[i].fingerprint)
+
+    bad = [i for i, want in wanted.items() if differs(i, want)]
     if exact:
         bad += [i for i in found if i not in wanted]
     return sorted(bad)
@@ -154,26 +170,37 @@ def _refuse(what: str, url: str, differences: list[str]) -> Conflict:
     sample = ", ".join(differences[:5]) + (" ..." if len(differences) > 5 else "")
     return Conflict(
         f"the {what} store {url} already holds different data ({len(differences)} item(s) differ: {sample}); "
-        "nothing was written. Pass --merge to add the archive to it (the archive wins where both have an "
-        "item) or --replace to make it hold exactly the archive",
+        "nothing was written. Pass --merge to add the archive to it (where both have an entry, the archive's "
+        "version goes on top of its history) or --replace to make it hold exactly the archive",
         operation=_OPERATION,
     )
 
 
 async def _write_entries(
-    store: EntryStore, path: Path, stale: list[str], total: int, progress: Progress
-) -> tuple[int, int]:
+    store: EntryStore,
+    path: Path,
+    stale: list[str],
+    shared: dict[str, Seen],
+    total: int,
+    progress: Progress,
+) -> tuple[int, int, list[str]]:
+    """Write the archive's records; those of `shared` ids go on top of the target's own."""
     for start in range(0, len(stale), 500):
         await store.import_records(
             [EntryRecord(id=i, entry=None, revision=0, history=()) for i in stale[start : start + 500]]
         )
     written = 0
+    revised: list[str] = []
     progress("entries", 0, total)
     for batch in iter_entry_batches(path):
-        await store.import_records(batch)
-        written += len(batch)
+        fresh = [r for r in batch if r.id not in shared]
+        await store.import_records(fresh)
+        written += len(fresh)
+        for record in batch:
+            if record.id in shared and await merge_entry(store, record, shared[record.id]):
+                revised.append(record.id)
         progress("entries", len(batch), total)
-    return written, len(stale)
+    return written + len(revised), len(stale), revised
 
 
 async def _write_documents(
@@ -236,11 +263,11 @@ async def restore(
     With `scope`, the archive project's documents are restored under that scope instead
     of their own (re-homing them in another project)."""
     progress("verifying", 0, None)
-    wanted_entries: dict[str, Fingerprint] = {}
+    wanted_entries: dict[str, Seen] = {}
     wanted_docs: dict[DocKey, ArchivedDocument] = {}
 
     def take_entry(record: EntryRecord) -> None:
-        wanted_entries[record.id] = fingerprint(record)
+        wanted_entries[record.id] = seen(record)
 
     def take_document(document: ArchivedDocument) -> None:
         wanted_docs[(document.slot, document.name)] = document
@@ -250,7 +277,7 @@ async def restore(
     if scope and report.scope and scope != report.scope:
         wanted_docs = _rehomed(wanted_docs, report.scope, scope)
     report.scope = scope or report.scope
-    found_entries = await _entry_fingerprints(entries)
+    found_entries = await _entries_seen(entries)
     entry_diff = _compare(wanted_entries, found_entries, exact=True)
     report.entries_state = _state(entry_diff, len(found_entries))
     found_docs = await _target_documents(knowledge)
@@ -262,10 +289,13 @@ async def restore(
         if report.knowledge_state == "different":
             raise _refuse("knowledge", knowledge.url, doc_diff)
 
+    shared: dict[str, Seen] = {}
     if report.entries_state != "identical":
         stale = [i for i in found_entries if i not in wanted_entries] if mode == "replace" else []
-        report.entries_written, report.entries_removed = await _write_entries(
-            entries, path, stale, len(wanted_entries), progress
+        if mode == "merge":
+            shared = {i: s for i, s in found_entries.items() if i in wanted_entries}
+        report.entries_written, report.entries_removed, report.entries_revised = await _write_entries(
+            entries, path, stale, shared, len(wanted_entries), progress
         )
     if report.knowledge_state != "identical":
         report.documents_written, report.documents_removed = await _write_documents(
@@ -274,7 +304,9 @@ async def restore(
 
     progress("comparing", 0, None)
     exact = mode != "merge"
-    report.mismatched_entries = _compare(wanted_entries, await _entry_fingerprints(entries), exact=exact)
+    report.mismatched_entries = _compare(
+        wanted_entries, await _entries_seen(entries), exact=exact, revised=frozenset(shared)
+    )
     report.mismatched_documents = _doc_mismatches(
         wanted_docs, await _target_documents(knowledge), exact=exact
     )

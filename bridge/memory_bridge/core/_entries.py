@@ -7,6 +7,7 @@ memctl's additions (`total`, `next_cursor`, `match`) appended after them.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -14,6 +15,7 @@ from .._errors import NotFound
 from ..stores._base import EntryFilter, EntryPage, EntryStore, EntryWrite, SortOrder
 from ..stores._clock import format_instant
 from ._cursor import decode_cursor, encode_cursor
+from ._redact import redact
 
 __all__ = [
     "delete_entry",
@@ -57,7 +59,12 @@ async def set_entry(
     if_version: int | None,
     operation_id: str | None,
     max_entries_warn: int,
+    redact_secrets: bool = True,
 ) -> dict[str, Any]:
+    """Write one entry; secrets in its title and body are redacted first, unless the
+    operator turned that off (`redact_entries = false`, memory-mcp's behaviour)."""
+    if redact_secrets:
+        write = dataclasses.replace(write, title=redact(write.title), body=redact(write.body))
     outcome = await store.set(write, ttl=ttl, if_version=if_version, operation_id=operation_id)
     if outcome.status == "conflict":
         return {

@@ -246,8 +246,8 @@ async def _upsert(
     outcome = await ctx.store.upsert(slot_name, name, redact(text), metadata, origin=origin)
     return {
         "ok": True,
-        "documentOk": True,
-        "metadataOk": True,
+        "documentOk": outcome.text_applied,
+        "metadataOk": outcome.metadata_applied,
         "name": name,
         "slot": slot_name,
         "datasetId": (await _slot_ids(ctx.store))[slot_name],

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .._errors import StoreUnavailable
+from .._files import private_file
 from .._identity import pin_scope, pinned_scope
 from .._settings import Settings
 from ..stores._url import make_embedder, open_dify_store, sqlite_path
@@ -279,10 +280,9 @@ async def plan(settings: Settings) -> list[Step]:
 
 
 def _record(settings: Settings, step: Step) -> None:
-    settings.memory_dir.mkdir(parents=True, exist_ok=True)
     line = {**asdict(step), "applied_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     del line["pending"]
-    with (settings.memory_dir / _LOG).open("a", encoding="utf-8") as log:
+    with private_file(settings.memory_dir / _LOG).open("a", encoding="utf-8") as log:
         log.write(json.dumps(line) + "\n")
 
 

@@ -19,6 +19,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from .._files import private_dir
+
 __all__ = ["int8_model"]
 
 _log = logging.getLogger(__name__)
@@ -61,7 +63,7 @@ def _quantize(source: Path, work: Path) -> bytes:
 
 def _store(cache_dir: Path, model: Path, data: bytes) -> None:
     """Write the model and then its digest, each through a temporary file and a rename."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(cache_dir)
     for path, content in ((model, data), (model.with_suffix(".sha256"), _sha256(data).encode())):
         fd, temporary = tempfile.mkstemp(dir=cache_dir, prefix=".tmp-", suffix=path.suffix)
         try:

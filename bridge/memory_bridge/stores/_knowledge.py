@@ -91,9 +91,11 @@ class Document:
 @dataclass(frozen=True, slots=True)
 class UpsertOutcome:
     document_id: str
-    created: bool  # False: an existing document of that name was updated in place
+    created: bool | None  # False: updated in place; None: not known yet (the write is queued)
     changed: bool  # False: same text and metadata, nothing written
     indexing_status: str = "completed"
+    text_applied: bool = True  # False: the text waits in an outbox
+    metadata_applied: bool = True  # False: the metadata waits in an outbox
 
 
 @dataclass(frozen=True, slots=True)

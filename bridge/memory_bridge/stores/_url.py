@@ -16,6 +16,7 @@ from ._base import EntryStore
 from ._knowledge import KnowledgeStore
 
 __all__ = [
+    "dify_outbox_path",
     "make_embedder",
     "open_dify_store",
     "open_entry_store",
@@ -123,7 +124,12 @@ def open_dify_store(settings: Settings, transport: httpx.AsyncBaseTransport | No
         wait_indexed=settings.dify_wait_indexed,
         transport=transport,
     )
-    return DurableKnowledgeStore(remote, Outbox(settings.memory_dir / "dify-outbox.db"))
+    return DurableKnowledgeStore(remote, Outbox(dify_outbox_path(settings)))
+
+
+def dify_outbox_path(settings: Settings) -> Path:
+    """Where a project's writes wait while Dify is down."""
+    return settings.memory_dir / "dify-outbox.db"
 
 
 @asynccontextmanager

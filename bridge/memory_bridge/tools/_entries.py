@@ -116,7 +116,8 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
         else's change: on a mismatch nothing is written and the reply says `conflict`
         with the current revision. Pass a fresh `operation_id` to make retries safe: a
         repeat replays the first outcome instead of writing again. A write without
-        `ttl` makes the entry permanent.
+        `ttl` makes the entry permanent. Secrets (keys, tokens, passwords) in the title
+        and body are stored as [REDACTED] markers.
         """
         write = EntryWrite(
             id=id,
@@ -134,6 +135,7 @@ def register_entry_tools(mcp: MCPServer[Any], state: AppState) -> None:
             if_version=if_version,
             operation_id=operation_id,
             max_entries_warn=settings.max_entries_warn,
+            redact_secrets=settings.redact_entries,
         )
         if result.get("error") == "conflict":
             state.metrics.conflict_total.inc()

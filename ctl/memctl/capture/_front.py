@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from memory_bridge import private_dir
+
 from ._lock import lock_owner
 from ._log import log_event
 from ._paths import CaptureDirs, atomic_write
@@ -95,7 +97,7 @@ def spawn_worker(dirs: CaptureDirs, job: dict[str, Any], env: dict[str, str]) ->
     """Stage `job` and start `python -m memctl.capture._worker <job>` in its own session."""
     path = dirs.jobs / f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.urandom(6).hex()}.json"
     atomic_write(path, json.dumps({**job, "project": str(dirs.project), "staged_at": time.time()}))
-    dirs.worker_errors.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(dirs.worker_errors.parent)
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),

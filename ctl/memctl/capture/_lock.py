@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memory_bridge import private_dir
+
 __all__ = ["FileLock", "lock_owner"]
 
 
@@ -40,7 +42,7 @@ class FileLock:
         self._held = False
 
     def acquire(self, *, wait: float = 0.0, poll: float = 0.2) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         deadline = time.monotonic() + wait
         while True:
             if self._try():

@@ -12,6 +12,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from memory_bridge import private_file
+
 __all__ = ["log_event", "read_events"]
 
 _MAX_BYTES = 1_000_000
@@ -21,7 +23,7 @@ def log_event(path: Path, event: str, **fields: Any) -> None:
     """Append one event; the log is halved once it passes 1 MB. Never raises."""
     line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "event": event, **fields})
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         if path.exists() and path.stat().st_size > _MAX_BYTES:
             kept = path.read_text(encoding="utf-8", errors="replace").splitlines()[-2000:]
             path.write_text("\n".join(kept) + "\n", encoding="utf-8")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_bridge import StoreError, StoreUnavailable
+from memory_bridge import StoreError, StoreUnavailable, private_dir
 from memory_bridge.core._knowledge import KnowledgeContext, save_to_dataset
 
 from ._paths import CaptureDirs, atomic_write
@@ -62,7 +62,7 @@ async def deliver(dirs: CaptureDirs, ctx: KnowledgeContext) -> Delivery:
         except StoreUnavailable as exc:
             return Delivery(delivered, len(paths) - index, failed, str(exc))
         except StoreError as exc:
-            dirs.failed.mkdir(parents=True, exist_ok=True)
+            private_dir(dirs.failed)
             atomic_write(dirs.failed / path.name, json.dumps({**doc, "error": str(exc)}))
             path.unlink()
             failed.append({"name": doc["name"], "error": str(exc)})

@@ -47,6 +47,12 @@ def _write_private(path: Path, secret: str) -> None:
 @click.option(
     "--project", type=click.Path(file_okay=False, path_type=Path), help="Project whose slots to create."
 )
+@click.option(
+    "--indexing-technique",
+    type=click.Choice(["economy", "high_quality"]),
+    help="How the slots' datasets index (default: the dify_indexing_technique setting if set, "
+    "else economy when Dify has no default embedding model, high_quality when it has one).",
+)
 @json_option
 def onboard_command(
     url: str,
@@ -55,13 +61,16 @@ def onboard_command(
     init_password_file: Path | None,
     key_file: Path,
     project: Path | None,
+    indexing_technique: str | None,
     as_json: bool,
 ) -> None:
     """Set up the admin, log in, get a dataset API key and create the project's slots.
 
     Every step is idempotent: a second run finds the admin, reuses the key in
-    --key-file and the existing datasets, and changes nothing. Passwords and keys are
-    read from and written to files, never taken on the command line.
+    --key-file and the existing datasets, and changes nothing; a run that fails after
+    creating a key revokes it. On a Dify without an embedding model (a fresh one) the
+    datasets are economy (keyword search). Passwords and keys are read from and
+    written to files, never taken on the command line.
 
     \b
     Example:
@@ -70,6 +79,8 @@ def onboard_command(
     """
     try:
         settings = load_settings(project=project)
+        if indexing_technique is None and "dify_indexing_technique" in settings.model_fields_set:
+            indexing_technique = settings.dify_indexing_technique
         password = read_token_file(password_file).get_secret_value()
         init = read_token_file(init_password_file).get_secret_value() if init_password_file else None
         existing = read_token_file(key_file).get_secret_value() if key_file.exists() else None
@@ -81,6 +92,7 @@ def onboard_command(
                 init_password=init,
                 api_key=existing,
                 slots=settings.slots,
+                technique=indexing_technique,
             )
         )
         if report.key_created:
@@ -93,6 +105,7 @@ def onboard_command(
         "version": report.version,
         "key_file": str(key_file),
         "key_created": report.key_created,
+        "indexing_technique": report.technique,
         "slots": report.slots,
         "created_slots": report.created_slots,
     }
@@ -101,7 +114,8 @@ def onboard_command(
         return
     console.print(
         f"Dify {report.version or '(version unknown)'}: admin {report.setup}; "
-        f"API key {'created' if report.key_created else 'reused'} in {key_file}"
+        f"API key {'created' if report.key_created else 'reused'} in {key_file}; "
+        f"{report.technique} datasets"
     )
     for slot, dataset_id in report.slots.items():
         mark = "created" if slot in report.created_slots else "exists"

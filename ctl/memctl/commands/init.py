@@ -9,7 +9,7 @@ from typing import Any
 import click
 from pydantic import SecretStr
 
-from memory_bridge import MemctlError, Settings, load_settings
+from memory_bridge import MemctlError, Settings, load_settings, private_dir, private_file
 from memory_bridge.stores._url import entry_store_scheme
 
 from .._output import console, emit_json, fail, json_option
@@ -95,10 +95,10 @@ def init(
         if not config.exists():  # a bad URL or value stops here, before anything is written
             entry_store_scheme(load_settings(project=workspace, **chosen).entry_store)
         workspace.mkdir(parents=True, exist_ok=True)
-        config.parent.mkdir(mode=0o700, exist_ok=True)
+        private_dir(config.parent)
         written = not config.exists()
-        if written:
-            config.write_text(config_template(chosen), encoding="utf-8")
+        if written:  # it may come to hold a token or an API key
+            private_file(config).write_text(config_template(chosen), encoding="utf-8")
         add_project(record)
     except MemctlError as exc:
         fail(exc, as_json=as_json)

@@ -59,12 +59,13 @@ def _scope_warning(settings: Settings, report: RestoreReport) -> str | None:
 
 def _render(report: RestoreReport) -> None:
     table = Table(title="memctl restore", title_justify="left")
-    for column in ("store", "target before", "written", "removed", "differ after"):
+    for column in ("store", "target before", "written", "revised", "removed", "differ after"):
         table.add_column(column)
     table.add_row(
         "entries",
         report.entries_state,
         str(report.entries_written),
+        str(len(report.entries_revised)),
         str(report.entries_removed),
         str(len(report.mismatched_entries)),
     )
@@ -72,6 +73,7 @@ def _render(report: RestoreReport) -> None:
         "knowledge",
         report.knowledge_state,
         str(report.documents_written),
+        "-",
         str(report.documents_removed),
         str(len(report.mismatched_documents)),
     )
@@ -94,7 +96,10 @@ def _render(report: RestoreReport) -> None:
     help="Archive written by `memctl backup`.",
 )
 @click.option(
-    "--merge", is_flag=True, help="Add to stores that hold other data; the archive wins for shared items."
+    "--merge",
+    is_flag=True,
+    help="Add to stores that hold other data; an entry both hold gets the archive's version as a new "
+    "revision on top of its own history (a document both hold takes the archive's text).",
 )
 @click.option(
     "--replace", is_flag=True, help="Make the stores hold exactly the archive (removes other items)."
@@ -158,6 +163,7 @@ def restore(
             "target_before": report.entries_state,
             "written": report.entries_written,
             "removed": report.entries_removed,
+            "revised": report.entries_revised,
             "mismatched": report.mismatched_entries,
         },
         "knowledge": {

@@ -32,6 +32,10 @@ BRIDGE_TOKEN = "bridge.token"  # written by the provisioning playbook's bridge r
     help="Entry store URL: sqlite (default), sqlite:///path, valkey://host:port/db, valkeys://...",
 )
 @click.option(
+    "--knowledge-store",
+    help="Knowledge store URL: sqlite (default), sqlite:///path, dify+https://host/v1, dify+http://host/v1",
+)
+@click.option(
     "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), help="Bridge log level."
 )
 def serve(
@@ -41,6 +45,7 @@ def serve(
     port: int | None,
     token_file: Path | None,
     entry_store: str | None,
+    knowledge_store: str | None,
     log_level: str | None,
 ) -> None:
     """Serve a project's memory to MCP clients.
@@ -58,6 +63,7 @@ def serve(
     Example:
       memctl serve --project ~/src/app
       memctl serve --project ~/src/app --http --port 3106 --token-file ~/.memctl-token
+      memctl serve --knowledge-store dify+http://127.0.0.1/v1
     """
     try:
         options = {
@@ -65,6 +71,7 @@ def serve(
             "port": port,
             "token_file": token_file,
             "entry_store": entry_store,
+            "knowledge_store": knowledge_store,
             "log_level": log_level,
         }
         explicit = project is not None or bool(os.environ.get("MEMCTL_PROJECT"))

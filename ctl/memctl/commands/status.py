@@ -78,7 +78,7 @@ async def collect(project: Path | None) -> dict[str, Any]:
         ]
         report["ok"] = (
             all(s["healthy"] for s in report["stores"])
-            and not report.get("outbox", {}).get("failed")
+            and not report.get("outbox", {}).get("dead_lettered")
             and all(c["ok"] for c in report["clients"])
         )
         return report
@@ -137,10 +137,12 @@ def _print_project(report: dict[str, Any]) -> None:
         )
     if "outbox" in report:
         box = report["outbox"]
-        detail = f"{box['pending']} pending, {box['failed']} failed" + (
+        detail = f"{box['pending']} pending, {box['dead_lettered']} dead-lettered" + (
             f" (last error: {box['last_error']})" if box["last_error"] else ""
         )
-        table.add_row("writes waiting for Dify", _health(not box["failed"]), escape(detail))
+        if box["dead_lettered"]:
+            detail += "; see memctl outbox list"
+        table.add_row("writes waiting for Dify", _health(not box["dead_lettered"]), escape(detail))
     capture = report["capture"]
     box = capture["outbox"]
     table.add_row(
@@ -187,8 +189,8 @@ def status(project: Path | None, inventory: Path | None, every: bool, as_json: b
     runs with (from Docker). Projects of an inventory that live on other machines are
     listed, not probed. Nothing is changed.
 
-    Exit code 0 when every store answers, no queued write has failed and every bridge
-    container is healthy; 5 otherwise.
+    Exit code 0 when every store answers, no queued write is dead-lettered and every
+    bridge container is healthy; 5 otherwise.
 
     \b
     Example:

@@ -238,7 +238,7 @@ async def create_api_key(request: Request, state: DifyState) -> Response:
 
 async def list_api_keys(request: Request, state: DifyState) -> Response:
     keys = sorted((k for k in state.api_keys.values() if k.type == "dataset"), key=lambda k: k.created_at)
-    return JSONResponse({"items": [_key_view(k) for k in keys]})
+    return JSONResponse({"data": [_key_view(k) for k in keys]})
 
 
 async def delete_api_key(request: Request, state: DifyState) -> Response:
@@ -255,6 +255,16 @@ async def toggle_dataset_api(request: Request, state: DifyState) -> Response:
         raise not_found("Dataset not found.")
     dataset.enable_api = request.url.path.endswith("/enable")
     return JSONResponse({"result": "success"})
+
+
+async def default_model(request: Request, state: DifyState) -> Response:
+    """The workspace's default model of a type: `{"data": null}` without one (a fresh Dify)."""
+    if request.query_params.get("model_type") != "text-embedding" or not state.embedding_models:
+        return JSONResponse({"data": None})
+    model, provider = state.embedding_models[0]
+    return JSONResponse(
+        {"data": {"model": model, "model_type": "text-embedding", "provider": {"provider": provider}}}
+    )
 
 
 async def api_base_info(request: Request, state: DifyState) -> Response:
@@ -279,6 +289,7 @@ def console_routes() -> list[BaseRoute]:
             methods=["DELETE"],
         ),
         Route(base + "/datasets/api-base-info", console_endpoint(api_base_info), methods=["GET"]),
+        Route(base + "/workspaces/current/default-model", console_endpoint(default_model), methods=["GET"]),
         Route(dataset_api + "/enable", console_endpoint(toggle_dataset_api), methods=["POST"]),
         Route(dataset_api + "/disable", console_endpoint(toggle_dataset_api), methods=["POST"]),
     ]

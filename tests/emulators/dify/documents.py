@@ -62,7 +62,7 @@ def _segments(
             content=content,
             word_count=len(content),
             tokens=0 if economy else token_count(content),
-            keywords=keywords(content) if economy else [],
+            keywords=keywords(content, keep_case=True) if economy else [],
         )
         for i, content in enumerate(contents, start=1)
     ]
@@ -250,6 +250,9 @@ def set_status(state: DifyState, dataset: Dataset, action: str, body: dict[str, 
             raise invalid_action(f"Document: {doc.name} is not completed.")
     for doc in docs:
         _apply_status(state, doc, action, now)
+        if action == "enable" and dataset.indexing_technique == "economy":
+            for segment in doc.segments:  # re-indexing extracts Dify's own keywords again
+                segment.keywords = keywords(segment.content, keep_case=True)
 
 
 def _apply_status(state: DifyState, doc: Document, action: str, now: float) -> None:
@@ -272,3 +275,18 @@ def _apply_status(state: DifyState, doc: Document, action: str, now: float) -> N
     else:
         return
     doc.updated_at = now
+
+
+def set_segment_keywords(doc: Document, segment_id: str, body: dict[str, Any]) -> Segment:
+    """S5: the keywords given replace the segment's (no cap, case kept); content must not change."""
+    wanted = body.get("segment")
+    if not isinstance(wanted, dict) or not isinstance(wanted.get("content"), str):
+        raise invalid_param("segment.content is required")
+    segment = next((s for s in doc.segments if s.id == segment_id), None)
+    if segment is None:
+        raise not_found("Segment not found.")
+    if wanted["content"] != segment.content:
+        raise invalid_param("the emulator only changes a segment's keywords")
+    if isinstance(wanted.get("keywords"), list) and wanted["keywords"]:
+        segment.keywords = [str(k) for k in wanted["keywords"]]
+    return segment

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import invalid_param, validation_error
+from .errors import DifyError, invalid_param, validation_error
 from .lifecycle import progress
 from .models import Dataset, Document, MetadataField, new_id
 from .payloads import as_bool
@@ -145,7 +145,9 @@ def _operations(body: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], b
 
 
 def write_values(state: DifyState, dataset: Dataset, body: dict[str, Any]) -> None:
-    """M7: `partial_update: false` replaces the whole dict (and the bindings); `true` merges."""
+    """M7: `partial_update: false` replaces the whole dict (and the bindings); `true` merges.
+    An item with id "" or "built-in" (a built-in field echoed back) fails with 500, as on
+    the real server, whose database refuses the binding."""
     for document_id, items, partial in _operations(body):
         partial = partial and state.quirks.partial_metadata_update
         doc = dataset.documents.get(document_id)
@@ -153,6 +155,9 @@ def write_values(state: DifyState, dataset: Dataset, body: dict[str, Any]) -> No
             if state.quirks.metadata_errors_swallowed:
                 continue
             raise invalid_param("Document not found.")
+        for item in items:
+            if item["id"] in ("", "built-in"):  # the real server's database refuses the binding
+                raise DifyError(500, "internal_server_error", "The server encountered an internal error.")
         values = dict(doc.metadata or {}) if partial else {}
         values.update({item["name"]: item.get("value") for item in items})
         if dataset.built_in_field_enabled:

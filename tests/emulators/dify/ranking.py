@@ -1,8 +1,8 @@
 """Ranking segments for retrieve (spec §9).
 
 * `keyword_search` (economy datasets): Dify's keyword table: segments ranked by how many of the
-  query's keywords are among their (at most 10) keywords; every score 0.0. High-quality datasets build
-  no keyword table, so there it finds nothing.
+  query's keywords are among their (at most 10, case kept) keywords; every score 0.0.
+  High-quality datasets build no keyword table, so there it finds nothing.
 * `full_text_search`: BM25 (k1 1.2, b 0.75) over the segments' terms; scores reported as 0.0 and the
   threshold is not applied.
 * `semantic_search`: cosine of the injected embedder's unit vectors, kept when `> threshold`. Without an
@@ -121,7 +121,7 @@ def _top(scores: list[float], limit: int, above: float) -> list[int]:
 
 
 def _keyword_table(query: str, candidates: list[Candidate], top_k: int) -> list[int]:
-    wanted = set(keywords(query))
+    wanted = set(keywords(query, keep_case=True))
     counts = {i: len(wanted & set(segment.keywords)) for i, (segment, _) in enumerate(candidates)}
     hits = [i for i, count in counts.items() if count]
     return sorted(hits, key=lambda i: -counts[i])[:top_k]

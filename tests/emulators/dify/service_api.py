@@ -211,6 +211,13 @@ async def get_segment(call: Call) -> Response:
     raise not_found("Segment not found.")
 
 
+async def update_segment(call: Call) -> Response:
+    doc = call.document("Document not found.")
+    segment = documents.set_segment_keywords(doc, call.param("segment_id"), await call.body())
+    row = next(r for r in visible_segment_views(doc, call.now) if r["id"] == segment.id)
+    return JSONResponse({"data": row, "doc_form": doc.doc_form})
+
+
 async def retrieve_records(call: Call) -> Response:
     return JSONResponse(retrieve(call.state, call.dataset, await call.body(), call.now))
 
@@ -276,6 +283,7 @@ def service_routes(quirks: Quirks) -> list[BaseRoute]:
         (ds + "/documents/{batch:str}/indexing-status", "GET", indexing_status, False),
         (doc + "/segments", "GET", list_segments, False),
         (doc + "/segments/{segment_id:uuid}", "GET", get_segment, False),
+        (doc + "/segments/{segment_id:uuid}", "POST", update_segment, True),
         (ds + "/retrieve", "POST", retrieve_records, True),
         (ds + "/hit-testing", "POST", retrieve_records, True),
         (ds + "/metadata", "GET", list_fields, False),

@@ -982,7 +982,7 @@ async def test_headless_onboarding(app: Starlette, state: DifyState) -> None:
         assert created.status_code == 200 and key["type"] == "dataset" and key["last_used_at"] is None
         assert key["token"].startswith("dataset-") and len(key["token"]) == len("dataset-") + 24
         listed = (await c.get("/console/api/datasets/api-keys", headers=csrf)).json()
-        assert [k["id"] for k in listed["items"]] == [key["id"]]
+        assert [k["id"] for k in listed["data"]] == [key["id"]]
         base = (await c.get("/console/api/datasets/api-base-info", headers=csrf)).json()
         assert base == {"api_base_url": "http://dify.local/v1"}
 

@@ -3,7 +3,8 @@
 * `terms(text)`: lowercase words (letters and digits); runs of CJK characters become
   character bigrams (a lone character stays a unigram).
 * `keywords(text, limit)`: Jieba-like keyword list: terms of two or more characters that are not
-  English stopwords, most frequent first (ties: first occurrence), at most `limit` of them.
+  English stopwords, most frequent first (ties: first occurrence), at most `limit` of them;
+  with `keep_case`, as economy datasets store them: case kept (`Cache` is not `cache`).
 * `token_count(text)`: approximate model tokens: words plus punctuation marks.
 """
 
@@ -30,10 +31,10 @@ when where which while who whom why will with would you your yours
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 
-def terms(text: str) -> list[str]:
+def terms(text: str, *, keep_case: bool = False) -> list[str]:
     """Every term of `text`, in order (see the module docstring)."""
     out: list[str] = []
-    for match in _TERM.finditer(text.lower()):
+    for match in _TERM.finditer(text if keep_case else text.lower()):
         word = match.group()
         if _CJK_RUN.fullmatch(word):
             out.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
@@ -42,9 +43,10 @@ def terms(text: str) -> list[str]:
     return out
 
 
-def keywords(text: str, limit: int | None = 10) -> list[str]:
+def keywords(text: str, limit: int | None = 10, *, keep_case: bool = False) -> list[str]:
     """The most frequent non-stopword terms of two or more characters."""
-    counts = Counter(t for t in terms(text) if len(t) >= 2 and t not in STOPWORDS)
+    found = terms(text, keep_case=keep_case)
+    counts = Counter(t for t in found if len(t) >= 2 and t.lower() not in STOPWORDS)
     ranked = sorted(counts, key=lambda t: -counts[t])  # stable: ties keep first occurrence
     return ranked if limit is None else ranked[:limit]
 

@@ -30,3 +30,10 @@ def test_up_reports_a_bad_store_url_with_exit_code_2(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert json.loads(result.output)["error"] == "ConfigError"
     assert "mongodb" in json.loads(result.output)["message"]
+
+
+def test_serve_takes_the_knowledge_store_as_a_flag(tmp_path: Path) -> None:
+    """Issue 14, finding 5: `serve` had --entry-store but no --knowledge-store."""
+    result = CliRunner().invoke(cli, ["serve", "--project", str(tmp_path), "--knowledge-store", "ftp://x"])
+    assert result.exit_code == 2
+    assert "knowledge store scheme 'ftp' is not supported" in result.output

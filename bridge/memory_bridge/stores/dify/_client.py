@@ -1,8 +1,9 @@
 """Dify's Knowledge (dataset) Service API over httpx: one method per endpoint we use.
 
-Errors come back as one taxonomy: network trouble, timeouts and 5xx are
-`StoreUnavailable` (retried here with backoff first); 401/403 `AccessDenied`; 404
-`NotFound`; 409 `Conflict`; any other 4xx `InvalidInput`. A 4xx is never an outage.
+Errors come back as one taxonomy: network trouble, timeouts and 502/503/504 are
+`StoreUnavailable` (retried here with backoff first); any other 5xx is `StoreFailed`
+(Dify took the request and failed on it, e.g. a database constraint: not an outage);
+401/403 `AccessDenied`; 404 `NotFound`; 409 `Conflict`; any other 4xx `InvalidInput`.
 The server's version is read from the `X-Version` header of every reply.
 """
 
@@ -15,7 +16,15 @@ from typing import Any
 import anyio
 import httpx
 
-from ..._errors import AccessDenied, Conflict, InvalidInput, NotFound, StoreError, StoreUnavailable
+from ..._errors import (
+    AccessDenied,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StoreError,
+    StoreFailed,
+    StoreUnavailable,
+)
 
 __all__ = ["TESTED_VERSIONS", "DifyClient", "version_tuple"]
 
@@ -25,6 +34,10 @@ TESTED_VERSIONS = ((1, 14, 0), (1, 16, 99))  # inclusive range this client is te
 _RETRIES = 3
 _BACKOFF = 0.2
 _PAGE = 100
+_OUTAGE_STATUSES = (502, 503, 504)  # a proxy or gateway without a Dify behind it
+_BUSY = ("is being indexed, please try again later", "Another document metadata operation is running")
+_BUSY_SECONDS = 60.0
+_KEYWORD_TABLE_RACE = "dataset_keyword_tables_dataset_id_key"
 
 
 def version_tuple(text: str) -> tuple[int, ...] | None:
@@ -109,8 +122,10 @@ class DifyClient:
     def _error(self, response: httpx.Response, operation: str) -> StoreError:
         status, message = response.status_code, _message(response)
         text = f"{operation}: Dify answered {status}: {message}"
-        if status >= 500:
+        if status in _OUTAGE_STATUSES:
             return StoreUnavailable(text, operation=operation)
+        if status >= 500:
+            return StoreFailed(text, operation=operation)
         if status in (401, 403):
             return AccessDenied(text, operation=operation)
         if status == 404:
@@ -211,19 +226,63 @@ class DifyClient:
     async def delete_document(self, dataset_id: str, document_id: str) -> None:
         await self.request("DELETE", f"/datasets/{dataset_id}/documents/{document_id}", "delete document")
 
+    async def _patiently(self, method: str, path: str, operation: str, **kwargs: Any) -> Any:
+        """A request Dify refuses (400) while another operation on the document runs, a
+        re-index or a metadata write: the refusal is retried with backoff for up to
+        `_BUSY_SECONDS`."""
+        delay, waited = _BACKOFF, 0.0
+        while True:
+            try:
+                return await self.request(method, path, operation, **kwargs)
+            except InvalidInput as exc:
+                if not any(busy in str(exc) for busy in _BUSY) or waited >= _BUSY_SECONDS:
+                    raise
+            await anyio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 2.0)
+
     async def set_status(self, dataset_id: str, document_id: str, action: str) -> None:
-        await self.request(
+        await self._patiently(
             "PATCH",
             f"/datasets/{dataset_id}/documents/status/{action}",
             f"{action} document",
             json={"document_ids": [document_id]},
         )
 
+    async def reindexing(self, dataset_id: str, document_id: str) -> bool:
+        """Whether Dify still re-indexes an enabled document after a status change: it
+        refuses a repeated `enable` then, and ignores it otherwise."""
+        try:
+            await self.request(
+                "PATCH",
+                f"/datasets/{dataset_id}/documents/status/enable",
+                "enable document",
+                json={"document_ids": [document_id]},
+            )
+        except InvalidInput as exc:
+            if _BUSY[0] not in str(exc):
+                raise
+            return True
+        return False
+
+    async def set_segment_keywords(
+        self, dataset_id: str, document_id: str, segment: dict[str, Any], keywords: list[str]
+    ) -> None:
+        """Replace one segment's keywords (economy datasets index exactly these)."""
+        await self.request(
+            "POST",
+            f"/datasets/{dataset_id}/documents/{document_id}/segments/{segment['id']}",
+            "set keywords",
+            json={"segment": {"content": segment["content"], "keywords": keywords}},
+        )
+
     async def set_metadata(self, dataset_id: str, document_id: str, fields: list[dict[str, Any]]) -> None:
         body = {
-            "operation_data": [{"document_id": document_id, "metadata_list": fields, "partial_update": False}]
+            "operation_data": [{"document_id": document_id, "metadata_list": fields, "partial_update": True}]
         }
-        await self.request("POST", f"/datasets/{dataset_id}/documents/metadata", "write metadata", json=body)
+        await self._patiently(
+            "POST", f"/datasets/{dataset_id}/documents/metadata", "write metadata", json=body
+        )
 
     async def segments(self, dataset_id: str, document_id: str) -> list[dict[str, Any]]:
         items = [
@@ -241,12 +300,22 @@ class DifyClient:
     async def retrieve(
         self, dataset_id: str, query: str, retrieval_model: dict[str, Any]
     ) -> list[dict[str, Any]]:
-        body = await self.request(
-            "POST",
-            f"/datasets/{dataset_id}/retrieve",
-            "retrieve",
-            json={"query": query, "retrieval_model": retrieval_model},
-        )
+        """Search one dataset. The first keyword search of a new economy dataset can race
+        Dify's worker creating its keyword table (a 400 naming the constraint): asked again."""
+        for attempt in range(2):
+            try:
+                body = await self.request(
+                    "POST",
+                    f"/datasets/{dataset_id}/retrieve",
+                    "retrieve",
+                    json={"query": query, "retrieval_model": retrieval_model},
+                )
+            except InvalidInput as exc:
+                if _KEYWORD_TABLE_RACE not in str(exc) or attempt:
+                    raise
+                await anyio.sleep(_BACKOFF)
+                continue
+            break
         return list(body.get("records") or [])
 
     async def ping(self) -> None:

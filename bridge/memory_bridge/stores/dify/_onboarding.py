@@ -5,8 +5,12 @@ Each step is idempotent, so a re-run after a partial failure finishes the job:
    password is set) and `POST /console/api/setup` with the admin account;
 2. log in (`POST /console/api/login`): cookies plus the `X-CSRF-Token` header on
    Dify >= 1.9, a Base64 password on >= 1.10, a bearer token in the body before 1.9;
-3. reuse or create a dataset API key (`/console/api/datasets/api-keys`);
-4. create the slots' datasets with the metadata schema (through the Knowledge API).
+3. choose the indexing technique unless given: `economy` when the workspace has no
+   default text-embedding model (a fresh Dify), else `high_quality`;
+4. reuse or create a dataset API key (`/console/api/datasets/api-keys`);
+5. create the slots' datasets with the metadata schema (through the Knowledge API).
+   If this fails, a key created in step 4 is revoked, so failed runs leak no keys
+   (Dify allows ten per workspace).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class OnboardingReport:
     slots: dict[str, str] = field(default_factory=dict)  # slot -> dataset id
     created_slots: list[str] = field(default_factory=list)
     version: str | None = None
+    technique: str = "high_quality"
 
 
 def _check(response: httpx.Response, step: str) -> Any:
@@ -80,11 +85,41 @@ async def _login(console: httpx.AsyncClient, email: str, password: str, version:
         console.headers["X-CSRF-Token"] = csrf
 
 
-async def _dataset_key(console: httpx.AsyncClient, existing: str | None) -> tuple[str, bool]:
+async def _dataset_key(console: httpx.AsyncClient, existing: str | None) -> tuple[str, str | None]:
+    """The key to use, and the id of a key created now (None when `existing` is reused)."""
     if existing:
-        return existing, False
+        return existing, None
     created = _check(await console.post("/console/api/datasets/api-keys"), "create a dataset API key")
-    return str(created["token"]), True
+    return str(created["token"]), str(created["id"])
+
+
+async def _technique(console: httpx.AsyncClient) -> str:
+    """`economy` when the workspace has no default embedding model, else `high_quality`."""
+    response = await console.get(
+        "/console/api/workspaces/current/default-model", params={"model_type": "text-embedding"}
+    )
+    if response.status_code >= 400:  # an older Dify without this call: keep the default
+        return "high_quality"
+    return "high_quality" if (response.json() or {}).get("data") else "economy"
+
+
+async def _create_slots(
+    report: OnboardingReport,
+    base_url: str,
+    slots: Sequence[str],
+    transport: httpx.AsyncBaseTransport | None,
+) -> None:
+    store = DifyKnowledgeStore(
+        base_url + "/v1", report.api_key, technique=report.technique, transport=transport
+    )
+    try:
+        for slot in slots:
+            info, created = await store.create_slot(slot)
+            report.slots[slot] = info.id
+            if created:
+                report.created_slots.append(slot)
+    finally:
+        await store.close()
 
 
 async def onboard(
@@ -96,24 +131,25 @@ async def onboard(
     init_password: str | None = None,
     api_key: str | None = None,
     slots: Sequence[str] = (),
+    technique: str | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> OnboardingReport:
     """Bring a Dify instance (its origin, e.g. http://127.0.0.1) to a usable state for memctl."""
     report = OnboardingReport()
-    async with httpx.AsyncClient(base_url=base_url.rstrip("/"), transport=transport, timeout=30) as console:
+    origin = base_url.rstrip("/")
+    async with httpx.AsyncClient(base_url=origin, transport=transport, timeout=30) as console:
         report.setup = await _setup(console, email, name, password, init_password)
         probe = await console.get("/console/api/setup")
         report.version = probe.headers.get("x-version")
-        if api_key is None:
+        if api_key is None or technique is None:
             await _login(console, email, password, report.version)
-        report.api_key, report.key_created = await _dataset_key(console, api_key)
-    store = DifyKnowledgeStore(base_url.rstrip("/") + "/v1", report.api_key, transport=transport)
-    try:
-        for slot in slots:
-            info, created = await store.create_slot(slot)
-            report.slots[slot] = info.id
-            if created:
-                report.created_slots.append(slot)
-    finally:
-        await store.close()
+        report.technique = technique or await _technique(console)
+        report.api_key, key_id = await _dataset_key(console, api_key)
+        report.key_created = key_id is not None
+        try:
+            await _create_slots(report, origin, slots, transport)
+        except BaseException:
+            if key_id is not None:  # nobody will ever see this key: give it back
+                await console.delete(f"/console/api/datasets/api-keys/{key_id}")
+            raise
     return report

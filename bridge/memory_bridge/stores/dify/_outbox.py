@@ -1,11 +1,20 @@
-"""A durable outbox: knowledge writes that Dify could not take wait here, in order.
+"""A durable outbox: knowledge writes that Dify could not take wait here.
 
 `DurableKnowledgeStore` wraps a remote store. A write that meets an outage is kept in
-a local SQLite file and answered as queued; later writes queue behind it so the order
-holds; `upkeep()` (the bridge's background loop) replays the queue in order once the
-store answers again. Replays are idempotent (upsert by name, enable/disable, delete of
-a missing document counts as done). A write the store rejects for good (a 4xx) is
-kept as failed, with its error, for `memctl status` to show; nothing is dropped.
+a local SQLite file and answered as queued; `upkeep()` (the bridge's background loop)
+replays what waits once the store answers again. Replays are idempotent (upsert by
+name, enable/disable, delete of a missing document counts as done).
+
+Failures are classified, so one bad write cannot poison the queue:
+
+- *outage* (`StoreUnavailable`: connect errors, timeouts, 502/503/504): the pass
+  stops and later writes queue for a while; the write is retried on the next pass;
+- *rejected* (any other store error, e.g. a 500 or a 4xx): retried on the next
+  `MAX_REJECTIONS - 1` passes, then dead-lettered: kept with its error for
+  `memctl status` and `memctl outbox list|retry|drop`, never replayed on its own.
+
+Order is kept per document (slot and name, or slot and document id): a write waits
+only behind earlier pending writes to the same document, never behind a dead one.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +39,19 @@ from .._knowledge import (
 )
 from ..sqlite._db import Database
 from ..sqlite._schema import run_migrations
+from ._store import MetadataPending
 
-__all__ = ["QUIET_SECONDS", "DurableKnowledgeStore", "Outbox", "OutboxStatus"]
+__all__ = [
+    "MAX_REJECTIONS",
+    "QUIET_SECONDS",
+    "DurableKnowledgeStore",
+    "Outbox",
+    "OutboxEntry",
+    "OutboxStatus",
+]
 
 QUIET_SECONDS = 5.0
+MAX_REJECTIONS = 3
 
 _MIGRATIONS = (
     """
@@ -55,11 +74,67 @@ _MIGRATIONS = (
         indexing_technique TEXT NOT NULL DEFAULT 'high_quality'
     ) WITHOUT ROWID;
     """,
+    # 3: per-document order and bounded retries of rejected writes (`failed` = dead-lettered)
+    """
+    ALTER TABLE outbox ADD COLUMN doc_key TEXT NOT NULL DEFAULT '';
+    ALTER TABLE outbox ADD COLUMN rejections INTEGER NOT NULL DEFAULT 0;
+    UPDATE outbox SET doc_key = json_extract(payload, '$.slot') || '/' ||
+        coalesce(json_extract(payload, '$.name'), '#' || json_extract(payload, '$.document_id'));
+    """,
 )
 
 
 class OutboxStatus(dict[str, Any]):
-    """{"pending": n, "failed": n, "oldest": epoch | None, "last_error": str}"""
+    """{"pending": n, "dead_lettered": n, "oldest": epoch | None, "last_error": str}"""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    seq: int
+    operation: str
+    payload: dict[str, Any]
+    doc_key: str
+    created_at: float
+    attempts: int
+    rejections: int
+    dead: bool
+    last_error: str
+
+    def summary(self) -> dict[str, Any]:
+        """The entry without the document text (for listings)."""
+        return {
+            "seq": self.seq,
+            "operation": self.operation,
+            "document": self.doc_key,
+            "created_at": self.created_at,
+            "attempts": self.attempts,
+            "rejections": self.rejections,
+            "dead_lettered": self.dead,
+            "last_error": self.last_error,
+        }
+
+
+def _doc_key(operation: str, payload: dict[str, Any]) -> str:
+    target = payload["name"] if operation == "upsert" else "#" + payload["document_id"]
+    return f"{payload['slot']}/{target}"
+
+
+def _entry(row: tuple[Any, ...]) -> OutboxEntry:
+    seq, operation, payload, key, created, attempts, rejections, failed, error = row
+    return OutboxEntry(
+        int(seq),
+        str(operation),
+        json.loads(payload),
+        str(key),
+        float(created),
+        attempts,
+        rejections,
+        bool(failed),
+        str(error),
+    )
+
+
+_COLUMNS = "seq, operation, payload, doc_key, created_at, attempts, rejections, failed, last_error"
 
 
 class Outbox:
@@ -70,35 +145,92 @@ class Outbox:
     async def append(self, operation: str, payload: dict[str, Any]) -> int:
         def run(conn: sqlite3.Connection, now: float) -> int:
             cursor = conn.execute(
-                "INSERT INTO outbox (operation, payload, created_at) VALUES (?, ?, ?)",
-                (operation, json.dumps(payload), now),
+                "INSERT INTO outbox (operation, payload, doc_key, created_at) VALUES (?, ?, ?, ?)",
+                (operation, json.dumps(payload), _doc_key(operation, payload), now),
             )
             return int(cursor.lastrowid or 0)
 
         return await self._db.write("outbox append", run)
 
-    async def head(self) -> tuple[int, str, dict[str, Any]] | None:
-        def run(conn: sqlite3.Connection, now: float) -> tuple[int, str, dict[str, Any]] | None:
-            row = conn.execute(
-                "SELECT seq, operation, payload FROM outbox WHERE failed = 0 ORDER BY seq LIMIT 1"
-            ).fetchone()
-            return None if row is None else (int(row[0]), str(row[1]), json.loads(row[2]))
+    async def entries(self) -> list[OutboxEntry]:
+        """Every entry, pending and dead-lettered, oldest first."""
 
-        return await self._db.read("outbox head", run)
+        def run(conn: sqlite3.Connection, now: float) -> list[OutboxEntry]:
+            return [_entry(row) for row in conn.execute(f"SELECT {_COLUMNS} FROM outbox ORDER BY seq")]
+
+        return await self._db.read("outbox list", run)
+
+    async def ready(self) -> list[OutboxEntry]:
+        """Pending entries that wait behind no earlier pending write to the same document."""
+        seen: set[str] = set()
+        ready = []
+        for entry in await self.entries():
+            if entry.dead:
+                continue
+            if entry.doc_key not in seen:
+                ready.append(entry)
+            seen.add(entry.doc_key)
+        return ready
+
+    async def waiting(self, operation: str, payload: dict[str, Any]) -> bool:
+        """Whether a write to the same document is still pending (so this one must queue)."""
+        key = _doc_key(operation, payload)
+        return await self._db.read(
+            "outbox waiting",
+            lambda conn, now: (
+                conn.execute(
+                    "SELECT 1 FROM outbox WHERE failed = 0 AND doc_key = ? LIMIT 1", (key,)
+                ).fetchone()
+                is not None
+            ),
+        )
 
     async def done(self, seq: int) -> None:
         await self._db.write(
             "outbox done", lambda conn, now: conn.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
         )
 
-    async def note(self, seq: int, error: str, *, failed: bool) -> None:
+    async def postpone(self, seq: int, error: str) -> None:
+        """An outage: count the attempt, keep the entry pending."""
         await self._db.write(
-            "outbox note",
+            "outbox postpone",
             lambda conn, now: conn.execute(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, failed = ? WHERE seq = ?",
-                (error, int(failed), seq),
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE seq = ?", (error, seq)
             ),
         )
+
+    async def reject(self, seq: int, error: str) -> bool:
+        """A rejection: count it; the entry is dead-lettered at `MAX_REJECTIONS`. True when dead."""
+
+        def run(conn: sqlite3.Connection, now: float) -> bool:
+            conn.execute(
+                "UPDATE outbox SET attempts = attempts + 1, rejections = rejections + 1, last_error = ?,"
+                " failed = (rejections + 1 >= ?) WHERE seq = ?",
+                (error, MAX_REJECTIONS, seq),
+            )
+            row = conn.execute("SELECT failed FROM outbox WHERE seq = ?", (seq,)).fetchone()
+            return bool(row and row[0])
+
+        return await self._db.write("outbox reject", run)
+
+    async def retry(self, seqs: list[int] | None = None) -> int:
+        """Make dead-lettered entries (all, or those named) pending again; returns how many."""
+
+        def run(conn: sqlite3.Connection, now: float) -> int:
+            sql = "UPDATE outbox SET failed = 0, rejections = 0 WHERE failed = 1"
+            if seqs is None:
+                return conn.execute(sql).rowcount
+            return sum(conn.execute(sql + " AND seq = ?", (seq,)).rowcount for seq in seqs)
+
+        return await self._db.write("outbox retry", run)
+
+    async def drop(self, seqs: list[int]) -> int:
+        """Delete the entries named (pending or dead); returns how many."""
+
+        def run(conn: sqlite3.Connection, now: float) -> int:
+            return sum(conn.execute("DELETE FROM outbox WHERE seq = ?", (seq,)).rowcount for seq in seqs)
+
+        return await self._db.write("outbox drop", run)
 
     async def remember_slots(self, slots: list[SlotInfo]) -> None:
         def run(conn: sqlite3.Connection, now: float) -> None:
@@ -124,18 +256,26 @@ class Outbox:
             pending, oldest = conn.execute(
                 "SELECT count(*), min(created_at) FROM outbox WHERE failed = 0"
             ).fetchone()
-            failed = conn.execute("SELECT count(*) FROM outbox WHERE failed = 1").fetchone()[0]
+            dead = conn.execute("SELECT count(*) FROM outbox WHERE failed = 1").fetchone()[0]
             last = conn.execute(
                 "SELECT last_error FROM outbox WHERE last_error != '' ORDER BY seq DESC"
             ).fetchone()
             return OutboxStatus(
-                pending=int(pending), failed=int(failed), oldest=oldest, last_error=last[0] if last else ""
+                pending=int(pending),
+                dead_lettered=int(dead),
+                oldest=oldest,
+                last_error=last[0] if last else "",
             )
 
         return await self._db.read("outbox status", run)
 
     def close(self) -> None:
         self._db.close()
+
+
+def _outage(exc: StoreError) -> bool:
+    cause = exc.cause if isinstance(exc, MetadataPending) else exc
+    return isinstance(cause, StoreUnavailable)
 
 
 class DurableKnowledgeStore:
@@ -158,26 +298,47 @@ class DurableKnowledgeStore:
             return await self.inner.set_enabled(payload["slot"], payload["document_id"], payload["enabled"])
         return await self.inner.delete(payload["slot"], payload["document_id"])
 
+    def _down(self) -> bool:
+        return time.monotonic() < self._quiet_until
+
     async def _write(self, operation: str, payload: dict[str, Any]) -> tuple[Any, int | None]:
-        """Apply now if nothing is queued and the store answers; else queue (order kept)."""
-        if time.monotonic() >= self._quiet_until:
-            if await self.outbox.head() is not None:
-                await self.upkeep()
-            if await self.outbox.head() is None:
-                try:
-                    return await self._apply(operation, payload), None
-                except StoreUnavailable:
-                    self._quiet_until = time.monotonic() + QUIET_SECONDS
+        """Apply now unless the store is down or a write to the same document waits; else queue."""
+        if not self._down() and await self.outbox.ready():
+            await self.upkeep()
+        if not self._down() and not await self.outbox.waiting(operation, payload):
+            try:
+                return await self._apply(operation, payload), None
+            except StoreUnavailable:
+                self._quiet_until = time.monotonic() + QUIET_SECONDS
         return None, await self.outbox.append(operation, payload)
 
     async def upsert(
         self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
     ) -> UpsertOutcome:
         payload = {"slot": slot, "name": name, "text": text, "metadata": metadata.to_dict(), "origin": origin}
-        result, seq = await self._write("upsert", payload)
+        try:
+            result, seq = await self._write("upsert", payload)
+        except MetadataPending as pending:  # the text is in; the whole save replays later
+            if _outage(pending):
+                self._quiet_until = time.monotonic() + QUIET_SECONDS
+            await self.outbox.append("upsert", payload)
+            return UpsertOutcome(
+                pending.document_id,
+                created=pending.created,
+                changed=True,
+                indexing_status="queued",
+                metadata_applied=False,
+            )
         if seq is None:
             return result  # type: ignore[no-any-return]
-        return UpsertOutcome(f"queued:{seq}", created=True, changed=True, indexing_status="queued")
+        return UpsertOutcome(
+            f"queued:{seq}",
+            created=None,
+            changed=True,
+            indexing_status="queued",
+            text_applied=False,
+            metadata_applied=False,
+        )
 
     async def set_enabled(self, slot: str, document_id: str, enabled: bool) -> bool:
         result, seq = await self._write(
@@ -190,21 +351,24 @@ class DurableKnowledgeStore:
         return True if seq is not None else bool(result)
 
     async def upkeep(self) -> int:
-        """Replay queued writes in order until the queue is empty or the store is down."""
+        """Replay the ready writes, each at most once per call; stop at an outage."""
         replayed = 0
-        while (head := await self.outbox.head()) is not None:
-            seq, operation, payload = head
-            try:
-                await self._apply(operation, payload)
-            except StoreUnavailable as exc:
-                await self.outbox.note(seq, str(exc), failed=False)
-                self._quiet_until = time.monotonic() + QUIET_SECONDS
-                break
-            except StoreError as exc:
-                await self.outbox.note(seq, str(exc), failed=True)
-                continue
-            await self.outbox.done(seq)
-            replayed += 1
+        tried: set[int] = set()
+        while batch := [e for e in await self.outbox.ready() if e.seq not in tried]:
+            for entry in batch:
+                tried.add(entry.seq)
+                try:
+                    await self._apply(entry.operation, entry.payload)
+                except StoreError as exc:
+                    if _outage(exc):
+                        await self.outbox.postpone(entry.seq, str(exc))
+                        self._quiet_until = time.monotonic() + QUIET_SECONDS
+                        return replayed
+                    await self.outbox.reject(entry.seq, str(exc))
+                    continue
+                self._quiet_until = 0.0  # the store answers again
+                await self.outbox.done(entry.seq)
+                replayed += 1
         return replayed + await self.inner.upkeep()
 
     # -- reads pass through -------------------------------------------------------------------

@@ -4,26 +4,32 @@
   by its name (`<dataset_prefix><slot>`); `create_slot` creates it and installs the
   metadata schema, idempotently.
 - Upsert by name updates the document in place (update-by-text), never
-  create-list-delete; metadata writes read, merge and write back the whole field set,
-  because Dify replaces it.
+  create-list-delete; metadata writes send only memctl's own fields, by id, merged
+  into the document's set (`partial_update`), so Dify's built-in fields and fields
+  someone added in Dify are never echoed back.
 - Tags are stored as `,a,b,` so Dify's `contains` operator matches a whole tag
   (`,api,` never matches `rapid-api`).
 - `high_quality` datasets are searched hybrid (0.7 vector + 0.3 keyword, Dify's
-  weighted score); `economy` ones by keyword only (scores 0), and say so.
+  weighted score); `economy` ones by keyword only (scores 0), and say so. Economy
+  keywords are case-sensitive and capped at 10 per passage in Dify, so memctl sets each
+  passage's keywords itself (every word, lowercased) once Dify has indexed it, and
+  lowercases queries; score thresholds are applied here too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx
 
-from ..._errors import InvalidInput, NotFound
+from ..._errors import InvalidInput, NotFound, StoreError
 from .._knowledge import (
     METADATA_FIELDS,
     DocMetadata,
@@ -37,13 +43,26 @@ from .._knowledge import (
 )
 from ._client import DifyClient
 
-__all__ = ["DifyKnowledgeStore"]
+__all__ = ["DifyKnowledgeStore", "MetadataPending"]
+
+log = logging.getLogger("memctl.dify")
 
 _OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha")
 _SCALAR = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 _WAIT_SECONDS = 30.0
 _SUBSTRING_CANDIDATES = 200
 _CANDIDATES = 50
+_Keying = Literal["ready", "wait", "gone"]
+
+
+class MetadataPending(StoreError):
+    """A save whose text Dify took but whose metadata write failed (replaying it is safe)."""
+
+    def __init__(self, document_id: str, created: bool, cause: StoreError) -> None:
+        super().__init__(f"text saved, metadata pending: {cause}", operation="write metadata")
+        self.document_id = document_id
+        self.created = created
+        self.cause = cause
 
 
 @dataclass
@@ -54,6 +73,15 @@ class _Dataset:
     embedding_model: str | None
     embedding_provider: str | None
     description: str = ""
+
+
+def _keywords(content: str, extracted: list[str]) -> list[str]:
+    """Every word of a passage, lowercased, plus Dify's own keywords lowercased: economy
+    datasets index only these (Dify's extraction keeps case and at most 10 words)."""
+    lowered = content.lower()
+    words = {*re.findall(r"\w+", lowered), *re.findall(r"[a-z0-9]+", lowered)}
+    words.update(k.lower() for k in extracted)
+    return sorted(w for w in words if len(w) > 1)
 
 
 def _sha(text: str, metadata: DocMetadata) -> str:
@@ -118,6 +146,8 @@ class DifyKnowledgeStore:
         self._wait_indexed = wait_indexed
         self._datasets: dict[str, _Dataset] = {}
         self._fields: dict[str, dict[str, str]] = {}
+        # economy documents whose keywords await indexing: id -> (dataset, re-enabled)
+        self._unkeyed: dict[str, tuple[_Dataset, bool]] = {}
         self.degraded: str | None = None
 
     # -- slots ------------------------------------------------------------------------------
@@ -147,6 +177,9 @@ class DifyKnowledgeStore:
 
     async def _dataset(self, slot: str) -> _Dataset:
         dataset = await self._lookup(slot)
+        if dataset is None and slot in self._default_slots:  # created on first use
+            await self.create_slot(slot)
+            dataset = self._datasets[slot]
         if dataset is None:
             known = ", ".join(s.name for s in await self.list_slots())
             raise InvalidInput("dataset", f"unknown slot {slot!r} (known: {known})")
@@ -157,6 +190,9 @@ class DifyKnowledgeStore:
         slots = []
         for name in names:
             dataset = await self._lookup(name)
+            if dataset is None and name in self._default_slots:  # created on first use
+                await self.create_slot(name)
+                dataset = self._datasets[name]
             if dataset is None:
                 continue
             body = await self.client.get_dataset(dataset.id)
@@ -230,10 +266,8 @@ class DifyKnowledgeStore:
         fields = await self._install_schema(dataset)
         digest = _sha(text, metadata)
         existing = await self.client.find_document(dataset.id, name)
-        current: dict[str, str] = {}
         if existing is not None:
-            current = _decode(existing.get("doc_metadata"))
-            if current.get("memctl_sha") == digest:
+            if _decode(existing.get("doc_metadata")).get("memctl_sha") == digest:
                 return UpsertOutcome(
                     str(existing["id"]),
                     created=False,
@@ -245,19 +279,65 @@ class DifyKnowledgeStore:
         else:
             result = await self.client.create_by_text(dataset.id, name, text, dataset.technique)
         document = result["document"]
-        merged = {**current, **_encode(metadata, origin, digest)}
-        await self.client.set_metadata(
-            dataset.id,
-            str(document["id"]),
-            [{"id": fields.get(key, ""), "name": key, "value": value} for key, value in merged.items()],
-        )
+        created = existing is None
+        try:
+            await self._write_metadata(
+                dataset, fields, str(document["id"]), _encode(metadata, origin, digest)
+            )
+        except StoreError as exc:
+            raise MetadataPending(str(document["id"]), created, exc) from exc
         status = str(document.get("indexing_status") or "waiting")
         if self._wait_indexed:
             status = str(
                 (await self._wait_until(dataset, str(document["id"]), ("completed",)))["indexing_status"]
             )
-        return UpsertOutcome(
-            str(document["id"]), created=existing is None, changed=True, indexing_status=status
+        await self._after_indexing(dataset, str(document["id"]))
+        return UpsertOutcome(str(document["id"]), created=created, changed=True, indexing_status=status)
+
+    async def _after_indexing(self, dataset: _Dataset, document_id: str, *, enabled: bool = False) -> None:
+        """Economy datasets: set the keywords once Dify has indexed the document: now when
+        saves wait or it is done already, else in `upkeep`. After an enable, Dify's
+        re-index (not shown in the document's status) would replace them, so it is awaited."""
+        if dataset.technique != "economy":
+            return
+        if self._wait_indexed:
+            await self._wait_until(dataset, document_id, ("completed",))
+        elif enabled or await self._keying(dataset, document_id, enabled=False) != "ready":
+            self._unkeyed[document_id] = (dataset, enabled)
+            return
+        await self._set_keywords(dataset, document_id)
+
+    async def _keying(self, dataset: _Dataset, document_id: str, *, enabled: bool) -> _Keying:
+        """ "ready" for its keywords, "wait" while Dify indexes it, "gone" (deleted or disabled)."""
+        try:
+            doc = await self.client.get_document(dataset.id, document_id)
+        except NotFound:
+            return "gone"
+        if not doc.get("enabled", True):
+            return "gone"  # enabling it again sets its keywords
+        if doc.get("indexing_status") != "completed":
+            return "wait"
+        return "wait" if enabled and await self.client.reindexing(dataset.id, document_id) else "ready"
+
+    async def _set_keywords(self, dataset: _Dataset, document_id: str) -> None:
+        for segment in await self.client.segments(dataset.id, document_id):
+            current = [str(k) for k in segment.get("keywords") or []]
+            wanted = _keywords(str(segment.get("content") or ""), current)
+            if sorted(current) != wanted:
+                await self.client.set_segment_keywords(dataset.id, document_id, segment, wanted)
+
+    async def _write_metadata(
+        self, dataset: _Dataset, fields: dict[str, str], document_id: str, values: dict[str, str]
+    ) -> None:
+        """Only memctl's own fields, by the ids of the dataset's field map, merged into the
+        document's set (`partial_update`): built-in and foreign fields are never sent back."""
+        if any(key not in fields for key in values):  # a field deleted in Dify since we looked
+            self._fields.pop(dataset.id, None)
+            fields = await self._install_schema(dataset)
+        await self.client.set_metadata(
+            dataset.id,
+            document_id,
+            [{"id": fields[key], "name": key, "value": value} for key, value in values.items()],
         )
 
     async def _document(self, dataset: _Dataset, body: dict[str, Any]) -> Document:
@@ -301,7 +381,12 @@ class DifyKnowledgeStore:
             await self._wait_until(dataset, document_id, ("completed",))
         except NotFound:
             return False
-        await self.client.set_status(dataset.id, document_id, "enable" if enabled else "disable")
+        action = "enable" if enabled else "disable"
+        await self.client.set_status(dataset.id, document_id, action)
+        if self._wait_indexed:  # Dify refuses a repeat while it re-indexes, and ignores it after
+            await self.client.set_status(dataset.id, document_id, action)
+        if enabled:  # re-indexing extracts Dify's own keywords again
+            await self._after_indexing(dataset, document_id, enabled=True)
         return True
 
     async def delete(self, slot: str, document_id: str) -> bool:
@@ -366,10 +451,13 @@ class DifyKnowledgeStore:
             fetch = max(top_k, _SUBSTRING_CANDIDATES if mode == "substring" else _CANDIDATES)
             search_mode: SearchMode = "keyword" if mode == "substring" else mode
             model = self._retrieval_model(dataset, search_mode, flt, fetch, score_threshold)
-            for record in await self.client.retrieve(dataset.id, query[:250], model):
+            sent = query.lower() if dataset.technique == "economy" else query  # keywords are lowercased
+            for record in await self.client.retrieve(dataset.id, sent[:250], model):
                 hit = self._hit(dataset, record)
                 if mode == "substring" and query.lower() not in hit.content.lower():
                     continue
+                if score_threshold is not None and hit.score < score_threshold:
+                    continue  # Dify returns economy hits (score 0) whatever the threshold
                 if hit.document_id not in best or hit.score > best[hit.document_id].score:
                     best[hit.document_id] = hit
         hits = sorted(best.values(), key=lambda h: -h.score)
@@ -399,10 +487,31 @@ class DifyKnowledgeStore:
         return sum(slot.document_count for slot in await self.list_slots())
 
     async def upkeep(self) -> int:
-        return 0
+        """Set the keywords of economy documents Dify has finished indexing since."""
+        done = 0
+        for document_id, (dataset, enabled) in list(self._unkeyed.items()):
+            state = await self._keying(dataset, document_id, enabled=enabled)
+            if state == "wait":
+                continue
+            if state == "ready":
+                await self._set_keywords(dataset, document_id)
+                done += 1
+            del self._unkeyed[document_id]
+        return done
 
     async def ping(self) -> None:
         await self.client.ping()
 
     async def close(self) -> None:
+        """Set the keywords still waiting for Dify's indexing (a one-shot command saves and
+        exits before any upkeep), then close the client."""
+        for document_id, (dataset, enabled) in list(self._unkeyed.items()):
+            try:
+                await self._wait_until(dataset, document_id, ("completed",))
+                if enabled:  # a repeated enable waits out the re-index
+                    await self.client.set_status(dataset.id, document_id, "enable")
+                await self._set_keywords(dataset, document_id)
+            except StoreError as exc:
+                log.warning("keywords of %s not set: %s", document_id, exc)
+        self._unkeyed.clear()
         await self.client.close()

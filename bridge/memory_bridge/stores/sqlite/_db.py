@@ -15,6 +15,8 @@ from typing import TypeVar
 
 import anyio.to_thread
 
+from ..._errors import StoreUnavailable
+from ..._files import private_file
 from ._errors import map_sqlite_errors
 
 __all__ = ["Database"]
@@ -35,8 +37,13 @@ class Database:
         self.path = path
         self.clock = clock
         self._lock = threading.Lock()
+        try:
+            private_file(path)  # 0600 before SQLite creates it; its -wal and -shm files copy the mode
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"open: embedded store {path} cannot be created or opened ({exc.strerror})", operation="open"
+            ) from exc
         with map_sqlite_errors("open", str(path)):
-            path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
                 path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
