@@ -123,6 +123,7 @@ def test_backup_and_restore_create_private_files(tmp_path: Path, env: dict[str, 
     assert mode(archive) == 0o600
     assert mode(archive.parent) == mode(archive.parent.parent) == 0o700
 
+    target.mkdir()
     assert memctl("restore", "--project", str(target), "-i", str(archive))["ok"] is True
     assert_private(target / ".memory", "entries.db", "knowledge.db")
 
