@@ -147,10 +147,22 @@ class Stack:
     dify_state: Path
     runs: dict[str, PlaybookRun] = field(default_factory=dict)
 
+    def env(self) -> dict[str, str]:
+        """The environment of every memctl run against this stack: one HOME and state
+        directory for the whole session (the stack outlives each test's own HOME)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
+        home = self.root / "home"
+        env.update(
+            HOME=str(home),
+            XDG_CONFIG_HOME=str(home / ".config"),
+            XDG_STATE_HOME=str(home / ".local" / "state"),
+            MEMCTL_STATE_DIR=str(self.root / "state"),
+        )
+        return env
+
     def playbook(self, *extra: str) -> PlaybookRun:
         """`memctl up --inventory` (site.yml: the stack, then each project), as a user runs it."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
-        env["MEMCTL_STATE_DIR"] = str(self.root / "state")
+        env = self.env()
         result = subprocess.run(
             [sys.executable, "-m", "memctl", "up", "--inventory", str(self.inventory), "--json", *extra],
             cwd=self.root,

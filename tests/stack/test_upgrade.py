@@ -7,7 +7,6 @@ Valkey and both bridges to them, one container at a time, and a second upgrade c
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -37,8 +36,7 @@ class Run:
 
 
 def memctl(stack: Stack, *args: str) -> Run:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
-    env["MEMCTL_STATE_DIR"] = str(stack.root / "state")
+    env = stack.env()
     result = subprocess.run(
         [sys.executable, "-m", "memctl", *args],
         cwd=stack.root,
