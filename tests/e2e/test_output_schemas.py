@@ -38,10 +38,10 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("save_lesson", {"title": "Retry", "body": "Retry webhooks.", "metadata": LESSON}),
     ("recall_lessons", {"query": "retry webhooks", "project_module": "billing", "scoreThreshold": 0}),
     ("write_memory", {"name": "w.md", "text": "A document about deploys, long enough."}),
-    ("update_memory", {"name": "w2.md", "text": "A newer document about deploys.", "supersedes": "{w.md}"}),
-    ("disable_document", {"dataset": "knowledge", "documentId": "{a.md}"}),
-    ("enable_document", {"dataset": "knowledge", "documentId": "{a.md}"}),
-    ("delete_document", {"dataset": "knowledge", "documentId": "{a.md}"}),
+    ("update_memory", {"name": "w2.md", "text": "A newer document about deploys.", "supersedes": "w.md"}),
+    ("disable_document", {"dataset": "knowledge", "documentId": "a.md"}),
+    ("enable_document", {"dataset": "knowledge", "documentId": "a.md"}),
+    ("delete_document", {"dataset": "knowledge", "documentId": "a.md"}),
     ("audit_memory", {}),
     ("scan_documents", {}),
     ("absorb_files", {"files": ["README.md", "../outside.md"]}),
@@ -69,12 +69,11 @@ async def test_every_tool_lists_an_object_output_schema_with_its_fields(bridge: 
 
 
 async def test_results_are_structured_valid_and_identical_to_their_text(bridge: HttpBridge) -> None:
-    ids: dict[str, str] = {}
+    ids: dict[str, Any] = {}  # a document's name, as an argument, stands for its id once saved
     async with Client(bridge.mcp_url) as client:
         schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
         for name, arguments in CALLS:
-            filled = json.loads(json.dumps(arguments).replace("{a.md}", ids.get("a.md", "")))
-            filled = json.loads(json.dumps(filled).replace("{w.md}", ids.get("w.md", "")))
+            filled = {k: ids.get(v, v) if isinstance(v, str) else v for k, v in arguments.items()}
             result = await client.call_tool(name, filled)
             assert not result.is_error, (name, result.content)
             text = result.content[0].text  # type: ignore[union-attr]
