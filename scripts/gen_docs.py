@@ -92,7 +92,15 @@ def tools_md() -> str:
                 row = f"| `{arg}` | {kind} | {'yes' if arg in required else ''} | {default} |"
                 lines.append(f"{row} {schema.get('description', '')} |")
             lines.append("")
+        lines += [_result_line(tool.output_schema or {}), ""]
     return _HEADER + "\n".join(lines)
+
+
+def _result_line(schema: dict[str, Any]) -> str:
+    """The result object's keys, in order; a key only some results carry is marked `?`."""
+    required = set(schema.get("required", []))
+    keys = [f"`{key}`" + ("" if key in required else "?") for key in schema.get("properties", {})]
+    return f"Result keys (`?`: only in some results): {', '.join(keys)}."
 
 
 def cli_md() -> str:

@@ -1,8 +1,15 @@
-"""Building the MCP server: tools, per-tool metrics, server identity."""
+"""Building the MCP server: tools, per-tool metrics, server identity.
+
+The server's lifespan hands the tools the bridge state (`tools._state.AppState`), which
+`_serve.open_state` opens first: a store that cannot open fails startup before any
+transport starts, and the HTTP face shares the same state for /health and /metrics.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any
 
@@ -11,8 +18,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 
 from ._stdio import BridgeServer
-from .tools._entries import ENTRY_TOOLS, register_entry_tools
-from .tools._knowledge import KNOWLEDGE_TOOLS, register_knowledge_tools
+from .tools._entries import entry_tools
+from .tools._knowledge import knowledge_tools
+from .tools._register import add_tools
 from .tools._state import AppState
 
 __all__ = ["SERVER_NAME", "build_server"]
@@ -45,30 +53,41 @@ def _outcome(result: HandlerResult) -> str:
     return "ok"
 
 
-def build_server(state: AppState) -> MCPServer[Any]:
-    """The MCP server serving `state`'s store, with every call counted and timed."""
-    mcp: MCPServer[Any] = BridgeServer(
+_TOOL_NAMES = frozenset(entry_tools.names + knowledge_tools.names)
+
+
+async def _count_tool_calls(ctx: ServerRequestContext[AppState, Any], call_next: CallNext) -> HandlerResult:
+    """Count and time every tools/call in the state's metrics, by tool and outcome."""
+    if ctx.method != "tools/call":
+        return await call_next(ctx)
+    name = (ctx.params or {}).get("name")
+    tool = name if name in _TOOL_NAMES else "unknown"  # bounded labels
+    started = time.perf_counter()
+    outcome = "error"
+    try:
+        result = await call_next(ctx)
+        outcome = _outcome(result)
+        return result
+    finally:
+        ctx.lifespan_context.metrics.observe_tool(tool, outcome, time.perf_counter() - started)
+
+
+def build_server(state: AppState) -> MCPServer[AppState]:
+    """The MCP server whose tools serve `state` (through its lifespan), with every call
+    counted and timed."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
+        yield state
+
+    mcp: MCPServer[AppState] = BridgeServer(
         SERVER_NAME,
         version=version("memctl"),
         instructions=_INSTRUCTIONS,
         log_level=state.settings.log_level,
+        lifespan=lifespan,
     )
-
-    async def count_tool_calls(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.method != "tools/call":
-            return await call_next(ctx)
-        name = (ctx.params or {}).get("name")
-        tool = name if name in ENTRY_TOOLS or name in KNOWLEDGE_TOOLS else "unknown"  # bounded labels
-        started = time.perf_counter()
-        outcome = "error"
-        try:
-            result = await call_next(ctx)
-            outcome = _outcome(result)
-            return result
-        finally:
-            state.metrics.observe_tool(tool, outcome, time.perf_counter() - started)
-
-    mcp.middleware.append(count_tool_calls)
-    register_entry_tools(mcp, state)
-    register_knowledge_tools(mcp, state)
+    mcp.middleware.append(_count_tool_calls)
+    add_tools(mcp, entry_tools)
+    add_tools(mcp, knowledge_tools)
     return mcp

@@ -12,22 +12,27 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from .._errors import InvalidInput, NotFound, StoreError
 from ..stores._clock import now_instant
-from ..stores._knowledge import DocMetadata, KnowledgeFilter, KnowledgeStore, SearchHit
+from ..stores._knowledge import METADATA_FIELDS, DocMetadata, KnowledgeFilter, KnowledgeStore, SearchHit
 from ._fence import fence
 from ._redact import redact
 
 __all__ = [
     "ATOM_TYPES",
     "KnowledgeContext",
+    "create_dataset",
     "lesson_name",
+    "list_datasets",
     "recall_lessons",
+    "resolve_slot",
     "save_lesson",
     "save_to_dataset",
     "search_memory",
+    "set_document_status",
+    "slot_id",
     "slugify",
     "supersede",
     "write_memory",
@@ -109,6 +114,11 @@ def _record(hit: SearchHit, slot_ids: dict[str, str]) -> dict[str, Any]:
 
 async def _slot_ids(store: KnowledgeStore) -> dict[str, str]:
     return {slot.name: slot.id for slot in await store.list_slots()}
+
+
+async def slot_id(store: KnowledgeStore, slot: str) -> str:
+    """The id of the slot named `slot` (which exists)."""
+    return (await _slot_ids(store))[slot]
 
 
 async def resolve_slot(store: KnowledgeStore, name_or_id: str) -> str:
@@ -295,6 +305,56 @@ async def save_lesson(
     name = lesson_name(ctx.scope, facets["project_module"], facets["error_pattern"])
     result = await _upsert(ctx, LESSON_SLOT, name, "\n".join(lines) + "\n", doc_metadata, "save_lesson")
     return {**result, "datasetSlot": LESSON_SLOT}
+
+
+async def list_datasets(store: KnowledgeStore) -> dict[str, Any]:
+    """Every slot with its id and document count."""
+    slots = await store.list_slots()
+    return {
+        "datasets": [
+            {
+                "id": s.id,
+                "name": s.name,
+                "description": s.description,
+                "documentCount": s.document_count,
+                "indexingTechnique": s.indexing_technique,
+            }
+            for s in slots
+        ],
+        "declaredLocally": [{"name": s.name, "configuredId": s.id} for s in slots],
+    }
+
+
+async def create_dataset(store: KnowledgeStore, name: str, description: str) -> dict[str, Any]:
+    """Create a slot; an existing one is returned unchanged."""
+    slot, created = await store.create_slot(name, description)
+    fields = [{"name": f, "ok": True} for f in METADATA_FIELDS]
+    return {
+        "ok": True,
+        "created": created,
+        "dataset": {"id": slot.id, "name": slot.name, "description": slot.description},
+        "metadataSchema": {"installed": fields, "failed": [], "complete": True},
+    }
+
+
+async def set_document_status(
+    store: KnowledgeStore, dataset: str, document_id: str, action: Literal["delete", "disable", "enable"]
+) -> dict[str, Any]:
+    """Delete, disable or enable one document of a slot (given by name or id)."""
+    slot = await resolve_slot(store, dataset)
+    if action == "delete":
+        done = await store.delete(slot, document_id)
+    else:
+        done = await store.set_enabled(slot, document_id, action == "enable")
+    if not done:
+        raise NotFound(f"document {document_id} not found in slot {slot}")
+    return {
+        "ok": True,
+        "datasetId": await slot_id(store, slot),
+        "slot": slot,
+        "documentId": document_id,
+        "result": action + "d",
+    }
 
 
 async def supersede(ctx: KnowledgeContext, slot: str, document_id: str, action: str) -> dict[str, Any]:

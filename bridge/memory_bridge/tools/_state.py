@@ -1,8 +1,14 @@
-"""What every tool reaches: settings, the stores, the metrics, the backends' watch."""
+"""What every tool reaches: settings, the stores, the metrics, the backends' watch.
+
+The state is opened before the server runs (`_serve.open_state`) and handed to the tools
+through the server's lifespan; a tool declares `ctx: ToolContext` and reads `state_of(ctx)`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from mcp.server.mcpserver import Context
 
 from .._backends import BackendWatch
 from .._metrics import Metrics
@@ -10,7 +16,7 @@ from .._settings import Settings
 from ..stores._base import EntryStore
 from ..stores._knowledge import KnowledgeStore
 
-__all__ = ["AppState"]
+__all__ = ["AppState", "ToolContext", "state_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,3 +26,12 @@ class AppState:
     metrics: Metrics
     knowledge: KnowledgeStore
     backends: BackendWatch
+
+
+ToolContext = Context[AppState]
+"""A tool's context: the request, and the server's lifespan state (an `AppState`)."""
+
+
+def state_of(ctx: ToolContext) -> AppState:
+    """The bridge state the server's lifespan holds."""
+    return ctx.request_context.lifespan_context

@@ -1,0 +1,106 @@
+"""scan_documents and absorb_files: workspace files listed, or saved as knowledge documents.
+
+The blocking file work (`_workspace`) runs in worker threads, each under its own deadline,
+so a hung file system costs a caller a bounded wait, never the event loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from .._errors import StoreUnavailable
+from ._glob import GlobSet
+from ._knowledge import KnowledgeContext, resolve_slot, save_to_dataset, slot_id
+from ._workspace import DEFAULT_IGNORE, DEFAULT_INCLUDE, AbsorbRead, read_workspace_file, scan_workspace
+
+__all__ = ["READ_SECONDS", "SCAN_SECONDS", "absorb_files", "scan_documents"]
+
+SCAN_SECONDS = 20.0  # a workspace scan gives up after this
+READ_SECONDS = 10.0  # reading one file to absorb gives up after this
+
+
+async def scan_documents(
+    root: Path, include: Sequence[str] | None, ignore: Sequence[str] | None
+) -> dict[str, Any]:
+    """Documentation files under `root`: `include` replaces the default includes, `ignore`
+    adds to the default ignores; symlinks are skipped."""
+    includes = tuple(include or DEFAULT_INCLUDE)
+    ignores = DEFAULT_IGNORE + tuple(ignore or ())
+    matchers = GlobSet(includes, field="include"), GlobSet(ignores, field="ignore")
+    deadline = time.monotonic() + SCAN_SECONDS
+    files = None
+    with anyio.move_on_after(SCAN_SECONDS + 1):  # the scan stops itself; this covers a hung stat
+        files = await anyio.to_thread.run_sync(
+            scan_workspace, root, *matchers, deadline, abandon_on_cancel=True
+        )
+    if files is None:
+        raise StoreUnavailable(
+            "scan_documents: the file system did not answer in time", operation="scan_documents"
+        )
+    return {
+        "root": str(root),
+        "include": list(includes),
+        "ignore": list(ignores),
+        "total": len(files),
+        "files": [f.to_dict() for f in files],
+    }
+
+
+async def _read(root: Path, requested: str, limit: int) -> AbsorbRead:
+    """One file, read in a worker thread; a read that hangs is refused for that file."""
+    with anyio.move_on_after(READ_SECONDS):
+        return await anyio.to_thread.run_sync(
+            read_workspace_file, root, requested, limit, abandon_on_cancel=True
+        )
+    return AbsorbRead(requested, error=f"reading it did not finish within {READ_SECONDS:g} s")
+
+
+async def absorb_files(
+    ctx: KnowledgeContext,
+    root: Path,
+    files: Sequence[str],
+    *,
+    dataset: str,
+    dry_run: bool,
+    max_file_bytes: int,
+) -> dict[str, Any]:
+    """Save each of `files` (relative to `root`) as a document named by its relative path;
+    a file that cannot be read is refused on its own, the others still go in."""
+    slot = await resolve_slot(ctx.store, dataset)
+    results: list[dict[str, Any]] = []
+    for requested in files:
+        read = await _read(root, requested, max_file_bytes)
+        if read.error is not None or read.text is None:
+            results.append({"file": requested, "ok": False, "error": read.error})
+        elif dry_run:
+            results.append(
+                {"file": requested, "ok": True, "dryRun": True, "docName": read.rel_path, "size": read.size}
+            )
+        else:
+            saved = await save_to_dataset(
+                ctx, dataset=slot, name=read.rel_path, text=read.text, metadata={"atom_type": "reference"}
+            )
+            results.append(
+                {
+                    "file": requested,
+                    "ok": True,
+                    "docName": read.rel_path,
+                    "size": read.size,
+                    "documentId": saved["documentId"],
+                    "created": saved["created"],
+                }
+            )
+    succeeded = sum(1 for r in results if r["ok"])
+    return {
+        "datasetId": await slot_id(ctx.store, slot),
+        "datasetSlot": slot,
+        "total": len(results),
+        "succeeded": succeeded,
+        "failed": len(results) - succeeded,
+        "results": results,
+    }

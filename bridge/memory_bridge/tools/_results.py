@@ -1,0 +1,359 @@
+"""The tools' result models: each tool's output schema, and the seeds' result objects.
+
+A model serialises exactly the keys it was built with, in declaration order: a key a
+result leaves out stays out (not `null`), and a key given as `None` is `null`. So the
+text a tool answers (the SDK's JSON of the model) is the seed's object byte for byte,
+and `structuredContent` is the same object, valid against the tool's `outputSchema`.
+Fields that only some shapes of a result carry are optional, declared where the seed
+puts them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+__all__ = [
+    "AbsorbResult",
+    "AuditResult",
+    "CreateDatasetResult",
+    "DeleteResult",
+    "DocumentStatusResult",
+    "EntryPageResult",
+    "GetResult",
+    "HistoryResult",
+    "LessonResult",
+    "ListDatasetsResult",
+    "MemoryConfig",
+    "PruneResult",
+    "RecallResult",
+    "RollbackResult",
+    "SaveResult",
+    "ScanResult",
+    "SearchMemoryResult",
+    "SearchResult",
+    "SetResult",
+    "SlotRef",
+    "ToolResult",
+    "WriteResult",
+]
+
+
+class ToolResult(BaseModel):
+    """A result object: the keys it was given, in declaration order, nothing else."""
+
+    model_config = ConfigDict(serialize_by_alias=True, validate_by_alias=True, validate_by_name=True)
+
+    @model_serializer(mode="wrap")
+    def _given_keys_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        given = {
+            self.__class__.model_fields[name].alias or name if name in self.__class__.model_fields else name
+            for name in self.model_fields_set
+        }
+        data: dict[str, Any] = handler(self)
+        return {key: value for key, value in data.items() if key in given}
+
+
+# Entries (memory-mcp)
+
+
+class EntryModel(ToolResult):
+    """A memory entry, as memory-mcp returns it."""
+
+    id: str
+    title: str
+    body: str
+    type: str
+    tags: list[str]
+    source: str
+    project: str
+    created: str
+    updated: str
+    hits: int
+    ttl: str = Field(description='Seconds until expiry, as a string; "" when the entry does not expire.')
+
+
+class GetResult(EntryModel):
+    revision: int
+
+
+class EntryPageResult(ToolResult):
+    count: int
+    results: list[EntryModel]
+    total: int = Field(description="Matches on every page.")
+    next_cursor: str | None = Field(description="Pass back as cursor for the next page; null on the last.")
+
+
+class SearchResult(EntryPageResult):
+    match: Literal["all", "any", "semantic", "none"] | None = Field(
+        None, description="How the query matched (present when a query was given)."
+    )
+    degraded: str | None = Field(None, description="Why ranking fell back to keywords, if it did.")
+
+
+class SetResult(ToolResult):
+    """A write's outcome; on a refusal `ok` is false and `error` says why."""
+
+    ok: bool
+    error: Literal["conflict", "operation_id_mismatch"] | None = None
+    id: str
+    operation: str | None = None
+    revision: int | None = None
+    replayed: bool | None = Field(None, description="True when an operation_id replayed an earlier write.")
+    warning: str | None = None
+    current_revision: int | None = Field(None, description="On a conflict: the entry's revision now.")
+    expected_version: int | None = Field(None, description="On a conflict: the if_version given.")
+    recorded_id: str | None = Field(None, description="On operation_id_mismatch: the id it was used for.")
+
+
+class DeleteResult(ToolResult):
+    ok: bool
+    id: str
+    operation: str
+    revision: int
+
+
+class HistoryVersion(ToolResult):
+    """One snapshot, as the store recorded it (`raw` when it could not be read)."""
+
+    model_config = ConfigDict(extra="allow")
+    index: int
+
+
+class HistoryResult(ToolResult):
+    id: str
+    count: int
+    versions: list[HistoryVersion]
+
+
+class RollbackResult(ToolResult):
+    ok: bool
+    id: str
+    operation: str
+    restored_from: str
+    revision: int
+
+
+class PruneResult(ToolResult):
+    count: int
+    threshold_days: int
+    cutoff_date: str
+    candidates: list[EntryModel]
+    total: int
+    next_cursor: str | None
+
+
+# Knowledge (Local Dify MCP Memory)
+
+
+class Metadata(ToolResult):
+    atom_type: str
+    tags: list[str]
+    project_module: str
+    language: str
+    task_type: str
+    error_pattern: str
+    scope: str
+
+
+class Record(ToolResult):
+    """One passage found, fenced as untrusted data in `content`."""
+
+    kind: Literal["lesson", "knowledge"] | None = Field(None, description="recall_lessons only.")
+    rungIndex: int | None = Field(None, description="recall_lessons: the ladder rung that found a lesson.")
+    datasetId: str
+    slot: str
+    score: float
+    segmentId: str
+    documentId: str
+    documentName: str
+    position: int
+    status: str
+    enabled: bool
+    keywords: list[str]
+    wordCount: int
+    metadata: Metadata
+    content: str
+
+
+class SearchMemoryResult(ToolResult):
+    query: str
+    datasetsSearched: list[str]
+    filters: dict[str, Any] | None
+    injectedFilters: dict[str, str] | None
+    scoreThreshold: float | None
+    errors: list[dict[str, Any]]
+    totalRecords: int
+    records: list[Record]
+    degraded: str | None = Field(None, description="Why dense retrieval was unavailable, if it was.")
+
+
+class LadderRung(ToolResult):
+    filters: dict[str, str]
+    added: int
+
+
+class RecallResult(ToolResult):
+    query: str
+    lessonDataset: str
+    ladderUsed: list[LadderRung]
+    injectedFilters: dict[str, str]
+    scoreThreshold: float
+    lessonHits: int
+    supplementaryHits: int
+    totalRecords: int
+    errors: list[dict[str, Any]]
+    records: list[Record]
+
+
+class SaveResult(ToolResult):
+    """A document written (created, or updated in place)."""
+
+    ok: bool
+    documentOk: bool
+    metadataOk: bool
+    name: str
+    slot: str
+    datasetId: str
+    documentId: str
+    created: bool | None = Field(description="False: updated in place; null: not known yet (queued).")
+    changed: bool
+    indexingStatus: str
+
+
+class LessonResult(SaveResult):
+    datasetSlot: str
+
+
+class Supersession(ToolResult):
+    documentId: str
+    action: Literal["disable", "delete"]
+    result: str
+
+
+class WriteResult(SaveResult):
+    supersedes: Supersession | None = Field(None, description="The document retired, if any.")
+
+
+class DatasetInfo(ToolResult):
+    id: str
+    name: str
+    description: str
+    documentCount: int
+    indexingTechnique: str
+
+
+class SlotRef(ToolResult):
+    name: str
+    configuredId: str
+
+
+class ListDatasetsResult(ToolResult):
+    datasets: list[DatasetInfo]
+    declaredLocally: list[SlotRef]
+
+
+class DatasetRef(ToolResult):
+    id: str
+    name: str
+    description: str
+
+
+class MetadataField(ToolResult):
+    name: str
+    ok: bool
+
+
+class MetadataSchema(ToolResult):
+    installed: list[MetadataField]
+    failed: list[MetadataField]
+    complete: bool
+
+
+class CreateDatasetResult(ToolResult):
+    ok: bool
+    created: bool
+    dataset: DatasetRef
+    metadataSchema: MetadataSchema
+
+
+class DocumentStatusResult(ToolResult):
+    ok: bool
+    datasetId: str
+    slot: str
+    documentId: str
+    result: Literal["deleted", "disabled", "enabled"]
+
+
+class Finding(ToolResult):
+    class_: str = Field(alias="class")
+    slot: str
+    documentId: str
+    name: str
+    reason: str
+    suggested_action: Literal["disable", "delete"]
+
+
+class AuditSummary(ToolResult):
+    totalFindings: int
+    byClass: dict[str, int]
+    bySlot: dict[str, int]
+    staleLoreDaysUsed: int
+
+
+class AuditResult(ToolResult):
+    ok: bool
+    findings: list[Finding]
+    summary: AuditSummary
+    errors: list[dict[str, Any]]
+
+
+class ScannedFile(ToolResult):
+    relPath: str
+    docName: str
+    size: int
+    mtime: str
+
+
+class ScanResult(ToolResult):
+    root: str
+    include: list[str]
+    ignore: list[str]
+    total: int
+    files: list[ScannedFile]
+
+
+class AbsorbedFile(ToolResult):
+    """One requested file: refused (`error`), previewed (`dryRun`) or saved (`documentId`)."""
+
+    file: str
+    ok: bool
+    error: str | None = None
+    dryRun: bool | None = None
+    docName: str | None = None
+    size: int | None = None
+    documentId: str | None = None
+    created: bool | None = None
+
+
+class AbsorbResult(ToolResult):
+    datasetId: str
+    datasetSlot: str
+    total: int
+    succeeded: int
+    failed: int
+    results: list[AbsorbedFile]
+
+
+class MemoryConfig(ToolResult):
+    project: str
+    scope: str
+    entryStore: str
+    knowledgeStore: str
+    datasetSlots: list[SlotRef]
+    embeddingModel: str | None
+    embeddingFailure: str | None
+    maxResults: int
+    absorbDefaultDataset: str
+    authTokenConfigured: bool
