@@ -23,15 +23,6 @@ from ._errors import (
 )
 from ._lazy import lazy_attributes as _lazy_attributes
 
-if _typing.TYPE_CHECKING:
-    from ._files import private_dir, private_file, write_atomically
-    from ._identity import pin_scope, pinned_scope, write_scope
-    from ._serve import open_state, run_bridge, serve_http, serve_stdio
-    from ._server import build_server
-    from ._settings import Settings, find_project, load_settings, read_token_file
-    from ._tokens import rotate_token
-    from .stores import Entry, EntryStore, EntryWrite, open_entry_store
-
 _LAZY = {
     "find_project": "._settings",
     "pin_scope": "._identity",
@@ -55,8 +46,17 @@ _LAZY = {
     "open_entry_store": ".stores",
 }
 
-__getattr__ = _lazy_attributes(__name__, _LAZY)
-
+# mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
+if _typing.TYPE_CHECKING:
+    from ._files import private_dir, private_file, write_atomically
+    from ._identity import pin_scope, pinned_scope, write_scope
+    from ._serve import open_state, run_bridge, serve_http, serve_stdio
+    from ._server import build_server
+    from ._settings import Settings, find_project, load_settings, read_token_file
+    from ._tokens import rotate_token
+    from .stores import Entry, EntryStore, EntryWrite, open_entry_store
+else:
+    __getattr__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "AccessDenied",

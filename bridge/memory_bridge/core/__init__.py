@@ -7,15 +7,6 @@ import typing as _typing
 
 from .._lazy import lazy_attributes as _lazy_attributes
 
-if _typing.TYPE_CHECKING:
-    from ._archive import Manifest
-    from ._audit import AUDIT_CLASSES, audit_memory, retire
-    from ._backup import RestoreMode, RestoreReport, backup, restore
-    from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, save_to_dataset, slugify
-    from ._migrate import MigrationStep, migrate, plan_migrations, user_version
-    from ._redact import redact
-    from ._transfer import TransferReport, copy_entries
-
 _LAZY = {
     "Manifest": "._archive",
     "AUDIT_CLASSES": "._audit",
@@ -39,7 +30,17 @@ _LAZY = {
     "copy_entries": "._transfer",
 }
 
-__getattr__ = _lazy_attributes(__name__, _LAZY)
+# mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
+if _typing.TYPE_CHECKING:
+    from ._archive import Manifest
+    from ._audit import AUDIT_CLASSES, audit_memory, retire
+    from ._backup import RestoreMode, RestoreReport, backup, restore
+    from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, save_to_dataset, slugify
+    from ._migrate import MigrationStep, migrate, plan_migrations, user_version
+    from ._redact import redact
+    from ._transfer import TransferReport, copy_entries
+else:
+    __getattr__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "ATOM_TYPES",

@@ -6,10 +6,6 @@ import typing as _typing
 
 from .._lazy import lazy_attributes as _lazy_attributes
 
-if _typing.TYPE_CHECKING:
-    from ._embed import Embedder, LazyEmbedder
-    from ._onnx import MINILM_FLOAT_NAME, MINILM_NAME, lazy_minilm, load_minilm
-
 _LAZY = {
     "Embedder": "._embed",
     "LazyEmbedder": "._embed",
@@ -19,6 +15,11 @@ _LAZY = {
     "load_minilm": "._onnx",
 }
 
-__getattr__ = _lazy_attributes(__name__, _LAZY)
+# mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
+if _typing.TYPE_CHECKING:
+    from ._embed import Embedder, LazyEmbedder
+    from ._onnx import MINILM_FLOAT_NAME, MINILM_NAME, lazy_minilm, load_minilm
+else:
+    __getattr__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = ["MINILM_FLOAT_NAME", "MINILM_NAME", "Embedder", "LazyEmbedder", "lazy_minilm", "load_minilm"]

@@ -7,19 +7,6 @@ import typing as _typing
 
 from .._lazy import lazy_attributes as _lazy_attributes
 
-if _typing.TYPE_CHECKING:
-    from ._base import Entry, EntryRecord, EntryStore, EntryWrite
-    from ._knowledge import DocMetadata, Document, KnowledgeFilter, KnowledgeStore, SearchMode, SearchPage
-    from ._url import (
-        dify_outbox_path,
-        entry_store_scheme,
-        make_embedder,
-        open_entry_store,
-        open_knowledge_store,
-        open_stores,
-        sqlite_path,
-    )
-
 _LAZY = {
     "Entry": "._base",
     "EntryRecord": "._base",
@@ -40,7 +27,21 @@ _LAZY = {
     "sqlite_path": "._url",
 }
 
-__getattr__ = _lazy_attributes(__name__, _LAZY)
+# mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
+if _typing.TYPE_CHECKING:
+    from ._base import Entry, EntryRecord, EntryStore, EntryWrite
+    from ._knowledge import DocMetadata, Document, KnowledgeFilter, KnowledgeStore, SearchMode, SearchPage
+    from ._url import (
+        dify_outbox_path,
+        entry_store_scheme,
+        make_embedder,
+        open_entry_store,
+        open_knowledge_store,
+        open_stores,
+        sqlite_path,
+    )
+else:
+    __getattr__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "DocMetadata",

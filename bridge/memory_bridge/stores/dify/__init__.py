@@ -6,16 +6,17 @@ import typing as _typing
 
 from ..._lazy import lazy_attributes as _lazy_attributes
 
-if _typing.TYPE_CHECKING:
-    from ._onboarding import onboard
-    from ._outbox import DurableKnowledgeStore, Outbox
-
 _LAZY = {
     "DurableKnowledgeStore": "._outbox",
     "Outbox": "._outbox",
     "onboard": "._onboarding",
 }
 
-__getattr__ = _lazy_attributes(__name__, _LAZY)
+# mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
+if _typing.TYPE_CHECKING:
+    from ._onboarding import onboard
+    from ._outbox import DurableKnowledgeStore, Outbox
+else:
+    __getattr__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = ["DurableKnowledgeStore", "Outbox", "onboard"]
