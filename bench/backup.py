@@ -45,7 +45,7 @@ TARGET_SECONDS = 60.0
 
 
 def _records(n: int) -> Any:
-    from memory_bridge.stores._base import Entry, EntryRecord
+    from memory_bridge.stores import Entry, EntryRecord
 
     stamp = "2026-01-01T00:00:00.000Z"
     for i in range(n):

@@ -19,7 +19,7 @@ Redactors:
 - `detect-secrets`: Yelp's rule set (every default plugin and filter, its line scanner
   run over the text as over a Markdown or a YAML file, its best type here), each reported
   secret replaced by [REDACTED];
-- `memctl`: `memory_bridge.core._redact.redact`, what every write path uses now;
+- `memctl`: `memory_bridge.core.redact`, what every write path uses now;
 - `memctl + detect-secrets`: both, one after the other.
 """
 
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.adversarial.secret_corpus import LOOKALIKES, SECRETS  # noqa: E402
 
-from memory_bridge.core._redact import redact as memctl_redact  # noqa: E402
+from memory_bridge.core import redact as memctl_redact  # noqa: E402
 
 Redactor = Callable[[str], str]
 PROSE = (  # names secrets without holding one, so every rule gated on those words runs

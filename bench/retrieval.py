@@ -39,10 +39,16 @@ from typing import TYPE_CHECKING, Any, get_args
 import anyio
 
 from _env import git_commit
-from memory_bridge.search._embed import Embedder, LazyEmbedder
-from memory_bridge.search._onnx import MINILM_FLOAT_NAME, MINILM_NAME, lazy_minilm, load_minilm
-from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter, SearchMode, SearchPage
-from memory_bridge.stores.sqlite._knowledge import SqliteKnowledgeStore
+from memory_bridge.search import (
+    MINILM_FLOAT_NAME,
+    MINILM_NAME,
+    Embedder,
+    LazyEmbedder,
+    lazy_minilm,
+    load_minilm,
+)
+from memory_bridge.stores import DocMetadata, KnowledgeFilter, SearchMode, SearchPage
+from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 
 if TYPE_CHECKING:
     import numpy as np

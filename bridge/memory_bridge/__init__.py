@@ -1,10 +1,13 @@
-"""memory_bridge: memctl's MCP server (the data plane).
+"""memory_bridge: memctl's MCP server (the data plane) and its public API.
 
-The errors import eagerly; everything else loads on first use, so a command that only needs
-an error class or one store (a hook, an Ansible module) does not pay for the MCP server.
+Code outside the bridge (memctl, the Ansible collection, bench/, scripts/) imports only the
+names exported here and by `memory_bridge.core` (operations shared with the CLI),
+`memory_bridge.stores` (with `stores.sqlite` and `stores.dify`) and `memory_bridge.search`;
+an import-linter contract in pyproject.toml keeps it so. The errors import eagerly; everything
+else loads on first use, so a command that only needs an error class or one store (a hook, an
+Ansible module) does not pay for the MCP server.
 """
 
-import importlib as _importlib
 import typing as _typing
 
 from ._errors import (
@@ -18,15 +21,7 @@ from ._errors import (
     StoreFailed,
     StoreUnavailable,
 )
-
-if _typing.TYPE_CHECKING:
-    from ._files import private_dir, private_file
-    from ._identity import pin_scope, pinned_scope, write_scope
-    from ._serve import open_state, run_bridge, serve_http, serve_stdio
-    from ._server import build_server
-    from ._settings import Settings, find_project, load_settings
-    from .stores._base import Entry, EntryStore, EntryWrite
-    from .stores._url import open_entry_store
+from ._lazy import lazy_attributes as _lazy_attributes
 
 _LAZY = {
     "find_project": "._settings",
@@ -35,6 +30,7 @@ _LAZY = {
     "write_scope": "._identity",
     "private_dir": "._files",
     "private_file": "._files",
+    "write_atomically": "._files",
     "open_state": "._serve",
     "run_bridge": "._serve",
     "serve_http": "._serve",
@@ -42,18 +38,25 @@ _LAZY = {
     "build_server": "._server",
     "Settings": "._settings",
     "load_settings": "._settings",
-    "Entry": ".stores._base",
-    "EntryStore": ".stores._base",
-    "EntryWrite": ".stores._base",
-    "open_entry_store": ".stores._url",
+    "read_token_file": "._settings",
+    "rotate_token": "._tokens",
+    "Entry": ".stores",
+    "EntryStore": ".stores",
+    "EntryWrite": ".stores",
+    "open_entry_store": ".stores",
 }
 
-
-def __getattr__(name: str) -> _typing.Any:
-    if name in _LAZY:
-        return getattr(_importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+# mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
+if _typing.TYPE_CHECKING:
+    from ._files import private_dir, private_file, write_atomically
+    from ._identity import pin_scope, pinned_scope, write_scope
+    from ._serve import open_state, run_bridge, serve_http, serve_stdio
+    from ._server import build_server
+    from ._settings import Settings, find_project, load_settings, read_token_file
+    from ._tokens import rotate_token
+    from .stores import Entry, EntryStore, EntryWrite, open_entry_store
+else:
+    __getattr__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "AccessDenied",
@@ -78,8 +81,11 @@ __all__ = [
     "pinned_scope",
     "private_dir",
     "private_file",
+    "read_token_file",
+    "rotate_token",
     "run_bridge",
     "serve_http",
     "serve_stdio",
+    "write_atomically",
     "write_scope",
 ]

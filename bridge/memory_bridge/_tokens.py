@@ -23,7 +23,15 @@ from ._errors import ConfigError
 from ._files import write_atomically
 from ._settings import Settings, read_token_file
 
-__all__ = ["FileTokens", "Rotation", "StaticTokens", "TokenSource", "previous_path", "rotate", "token_source"]
+__all__ = [
+    "FileTokens",
+    "Rotation",
+    "StaticTokens",
+    "TokenSource",
+    "previous_path",
+    "rotate_token",
+    "token_source",
+]
 
 log = logging.getLogger("memctl.bridge")
 Clock = Callable[[], float]
@@ -131,7 +139,7 @@ class Rotation:
     still_valid: int  # replaced tokens accepted right now, this rotation's included
 
 
-def rotate(token_file: Path, grace_seconds: float, clock: Clock = time.time) -> Rotation:
+def rotate_token(token_file: Path, grace_seconds: float, clock: Clock = time.time) -> Rotation:
     """Issue a new token; the one it replaces keeps working for `grace_seconds`.
 
     The grace file is written before the token file, so at no moment is the old token

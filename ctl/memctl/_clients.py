@@ -30,8 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from memory_bridge import ConfigError
-from memory_bridge._files import write_atomically
+from memory_bridge import ConfigError, write_atomically
 
 from ._created import Created, new_containers, new_dirs, without_empty
 from ._jsontext import edit_to

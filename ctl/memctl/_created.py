@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_bridge._files import write_atomically
+from memory_bridge import write_atomically
 
 __all__ = ["RECORD", "Created", "new_containers", "new_dirs", "without_empty"]
 

@@ -14,7 +14,7 @@ from typing import Literal
 import anyio
 
 from memory_bridge import MemctlError, StoreError, load_settings
-from memory_bridge.stores._url import open_stores
+from memory_bridge.stores import open_stores
 
 from ._clients import ALL_CLIENTS, Client, Plan, apply
 from ._containers import bridge_container

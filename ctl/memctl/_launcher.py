@@ -18,7 +18,7 @@ import stat
 import sys
 from pathlib import Path
 
-from memory_bridge._files import write_atomically
+from memory_bridge import write_atomically
 
 __all__ = ["LAUNCHER_SIGNATURE", "default_launcher", "installed_command", "launcher_text", "write_launcher"]
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from memory_bridge.core._redact import redact
+from memory_bridge.core import redact
 
 from ._containers import bridge_name, container_logs, follow_logs
 from ._inventory import Project

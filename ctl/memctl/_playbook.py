@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_bridge import ConfigError, MemctlError, private_dir, private_file
-from memory_bridge._files import write_atomically
+from memory_bridge import ConfigError, MemctlError, private_dir, private_file, write_atomically
 
 from ._content import content_root
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory_bridge._files import write_atomically
+from memory_bridge import write_atomically
 
 from ._clients import unified_diff
 from ._merge import merge_toml_key

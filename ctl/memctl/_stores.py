@@ -8,10 +8,9 @@ from pathlib import Path
 import anyio
 
 from memory_bridge import Settings, open_entry_store, private_dir
-from memory_bridge.core._migrate import user_version
-from memory_bridge.stores._url import open_knowledge_store, sqlite_path
-from memory_bridge.stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
-from memory_bridge.stores.sqlite._schema import SCHEMA_VERSION
+from memory_bridge.core import user_version
+from memory_bridge.stores import open_knowledge_store, sqlite_path
+from memory_bridge.stores.sqlite import KNOWLEDGE_SCHEMA_VERSION, SCHEMA_VERSION
 
 __all__ = ["StoreState", "embedded_states", "prepare_stores"]
 

@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memory_bridge import ConfigError
-from memory_bridge._files import write_atomically
+from memory_bridge import ConfigError, write_atomically
 
 from ._playbook import state_dir
 

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import stdio_client
 
-from memory_bridge.core._redact import redact
+from memory_bridge.core import redact
 from tests.adversarial.secret_corpus import LOOKALIKES, SECRETS, Secret
 from tests.bridges import stdio_params
 

@@ -15,8 +15,7 @@ import anyio
 from memctl.capture._log import read_events
 from memctl.capture._paths import CaptureDirs
 from memory_bridge import load_settings
-from memory_bridge.stores._knowledge import Document
-from memory_bridge.stores._url import open_knowledge_store
+from memory_bridge.stores import Document, open_knowledge_store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SIGNATURE = "# memctl-hook-v1"

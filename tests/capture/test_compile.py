@@ -14,8 +14,9 @@ import pytest
 from memctl.capture._daily import render_daily
 from memctl.capture._schema import Atom
 from memory_bridge import load_settings
-from memory_bridge.core._knowledge import KnowledgeContext, save_lesson, save_to_dataset
-from memory_bridge.stores._url import make_embedder, open_knowledge_store
+from memory_bridge.core import KnowledgeContext, save_to_dataset
+from memory_bridge.core._knowledge import save_lesson
+from memory_bridge.stores import make_embedder, open_knowledge_store
 
 from .fakes import FakeCli, capture_env, install_fake
 from .helpers import documents, memctl

@@ -14,7 +14,7 @@ import pytest
 
 from memory_bridge import EntryStore, EntryWrite, NotFound, StoreError
 from memory_bridge.core import _entries as ops
-from memory_bridge.stores._base import EntryRecord
+from memory_bridge.stores import EntryRecord
 
 from .conftest import StoreFactory
 

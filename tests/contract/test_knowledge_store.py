@@ -14,11 +14,10 @@ import httpx
 import pytest
 
 from memory_bridge import InvalidInput
-from memory_bridge.search._embed import LazyEmbedder
-from memory_bridge.search._onnx import lazy_minilm
-from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter, KnowledgeStore
+from memory_bridge.search import LazyEmbedder, lazy_minilm
+from memory_bridge.stores import DocMetadata, KnowledgeFilter, KnowledgeStore
 from memory_bridge.stores.dify._store import DifyKnowledgeStore
-from memory_bridge.stores.sqlite._knowledge import SqliteKnowledgeStore
+from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 
 from ..bridges import MODEL_CACHE
 from ..emulators.dify.app import create_app

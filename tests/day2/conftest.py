@@ -16,7 +16,7 @@ import uvicorn
 from click.testing import CliRunner
 
 from memctl.cli import cli
-from memory_bridge.stores.dify._onboarding import onboard
+from memory_bridge.stores.dify import onboard
 
 from ..bridges import free_port
 from ..emulators.dify.app import create_app

@@ -9,8 +9,7 @@ import anyio
 
 from memory_bridge import EntryWrite, load_settings
 from memory_bridge.core import _entries as ops
-from memory_bridge.stores._knowledge import DocMetadata
-from memory_bridge.stores._url import open_entry_store, open_knowledge_store
+from memory_bridge.stores import DocMetadata, open_entry_store, open_knowledge_store
 
 
 def note(id: str, **overrides: Any) -> EntryWrite:

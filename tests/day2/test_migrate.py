@@ -10,7 +10,8 @@ import anyio
 import pytest
 
 from memory_bridge.stores.dify._client import DifyClient
-from memory_bridge.stores.sqlite._schema import _MIGRATIONS, SCHEMA_VERSION, run_migrations
+from memory_bridge.stores.sqlite import SCHEMA_VERSION
+from memory_bridge.stores.sqlite._schema import _MIGRATIONS, run_migrations
 
 from ..servers import RunningServer
 from .conftest import Dify, configure, memctl

@@ -7,7 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memory_bridge.stores.dify._outbox import MAX_REJECTIONS, Outbox
+from memory_bridge.stores.dify import Outbox
+from memory_bridge.stores.dify._outbox import MAX_REJECTIONS
 
 from .conftest import Dify, configure, memctl
 

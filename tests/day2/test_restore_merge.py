@@ -16,7 +16,7 @@ import pytest
 
 from memory_bridge import EntryStore, load_settings
 from memory_bridge.core import _entries as ops
-from memory_bridge.stores._url import open_entry_store
+from memory_bridge.stores import open_entry_store
 
 from .conftest import configure, memctl
 from .stores import note

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from memory_bridge import build_server, load_settings, open_state
-from memory_bridge.stores._knowledge import DocMetadata
+from memory_bridge.stores import DocMetadata
 from memory_bridge.tools._state import AppState
 
 from ..bridges import stdio_params

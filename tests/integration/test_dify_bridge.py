@@ -16,7 +16,7 @@ import pytest
 import uvicorn
 from mcp import Client
 
-from memory_bridge.stores.dify._onboarding import onboard
+from memory_bridge.stores.dify import onboard
 
 from ..bridges import bridge_env, free_port, stdio_params
 from ..emulators.dify.app import create_app

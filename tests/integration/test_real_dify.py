@@ -11,9 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memory_bridge.stores._knowledge import DocMetadata
-from memory_bridge.stores.dify._onboarding import onboard
-from memory_bridge.stores.dify._outbox import DurableKnowledgeStore, Outbox
+from memory_bridge.stores import DocMetadata
+from memory_bridge.stores.dify import DurableKnowledgeStore, Outbox, onboard
 from memory_bridge.stores.dify._store import DifyKnowledgeStore
 
 from ..real_dify import RealDify, console, delete_datasets, unique_prefix

@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from memory_bridge import InvalidInput, StoreFailed
-from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter
+from memory_bridge.stores import DocMetadata, KnowledgeFilter
+from memory_bridge.stores.dify import DurableKnowledgeStore, Outbox, onboard
 from memory_bridge.stores.dify._client import DifyClient
-from memory_bridge.stores.dify._onboarding import onboard
-from memory_bridge.stores.dify._outbox import MAX_REJECTIONS, DurableKnowledgeStore, Outbox
+from memory_bridge.stores.dify._outbox import MAX_REJECTIONS
 from memory_bridge.stores.dify._store import DifyKnowledgeStore
 
 from ..emulators.dify.app import create_app

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memory_bridge.stores.sqlite._schema import SCHEMA_VERSION
+from memory_bridge.stores.sqlite import SCHEMA_VERSION
 
 from ..day2.test_migrate import old_entry_store, user_version
 from .helpers import memctl, up_json, write_inventory

@@ -30,7 +30,7 @@ from .._identity import pin_scope, pinned_scope
 from .._settings import Settings
 from ..stores._url import make_embedder, open_dify_store, sqlite_path
 
-__all__ = ["Step", "migrate", "plan", "user_version"]
+__all__ = ["MigrationStep", "migrate", "plan_migrations", "user_version"]
 
 Progress = Callable[[str, int, int | None], None]
 VALKEY_SCHEMA_VERSION = 1
@@ -39,7 +39,7 @@ _BATCH = 200
 
 
 @dataclass
-class Step:
+class MigrationStep:
     name: str
     store: str
     detail: str  # what is pending, or what was done
@@ -65,19 +65,19 @@ def user_version(path: Path) -> int | None:
         conn.close()
 
 
-def _schema_step(name: str, path: Path, latest: int) -> Step:
+def _schema_step(name: str, path: Path, latest: int) -> MigrationStep:
     version = user_version(path)
     if version is None:
-        return Step(name, str(path), f"create at schema {latest}", True)
+        return MigrationStep(name, str(path), f"create at schema {latest}", True)
     if version < latest:
-        return Step(name, str(path), f"schema {version} -> {latest}", True)
-    return Step(name, str(path), f"schema {version} (current)", False)
+        return MigrationStep(name, str(path), f"schema {version} -> {latest}", True)
+    return MigrationStep(name, str(path), f"schema {version} (current)", False)
 
 
 Apply = Callable[[Progress], Awaitable[str]]
 
 
-async def _project_scope(settings: Settings) -> tuple[Step, Apply] | None:
+async def _project_scope(settings: Settings) -> tuple[MigrationStep, Apply] | None:
     if not settings.memory_dir.is_dir():
         return None
     pinned = pinned_scope(settings.project)
@@ -87,11 +87,11 @@ async def _project_scope(settings: Settings) -> tuple[Step, Apply] | None:
         return f"scope {pin_scope(settings).scope!r} pinned"
 
     if pinned is not None or settings.scope:
-        return Step("project-scope", where, f"scope {(pinned or settings.scope)!r}", False), apply
-    return Step("project-scope", where, "scope not pinned yet", True), apply
+        return MigrationStep("project-scope", where, f"scope {(pinned or settings.scope)!r}", False), apply
+    return MigrationStep("project-scope", where, "scope not pinned yet", True), apply
 
 
-async def _entries_schema(settings: Settings) -> tuple[Step, Apply] | None:
+async def _entries_schema(settings: Settings) -> tuple[MigrationStep, Apply] | None:
     if not settings.entry_store.startswith("sqlite"):
         return None
     from ..stores.sqlite._entries import SqliteEntryStore
@@ -107,7 +107,7 @@ async def _entries_schema(settings: Settings) -> tuple[Step, Apply] | None:
     return _schema_step("entries-schema", path, SCHEMA_VERSION), apply
 
 
-async def _knowledge_schema(settings: Settings) -> tuple[Step, Apply] | None:
+async def _knowledge_schema(settings: Settings) -> tuple[MigrationStep, Apply] | None:
     if not settings.knowledge_store.startswith("sqlite"):
         return None
     from ..stores.sqlite._knowledge import SqliteKnowledgeStore
@@ -123,7 +123,7 @@ async def _knowledge_schema(settings: Settings) -> tuple[Step, Apply] | None:
     return _schema_step("knowledge-schema", path, KNOWLEDGE_SCHEMA_VERSION), apply
 
 
-async def _valkey_legacy(settings: Settings) -> tuple[Step, Apply] | None:
+async def _valkey_legacy(settings: Settings) -> tuple[MigrationStep, Apply] | None:
     if not settings.entry_store.startswith(("valkey", "redis")):
         return None
     from ..stores.valkey._entries import ValkeyEntryStore
@@ -154,10 +154,10 @@ async def _valkey_legacy(settings: Settings) -> tuple[Step, Apply] | None:
         finally:
             await target.close()
 
-    return Step("valkey-legacy", store.url, detail, pending), apply
+    return MigrationStep("valkey-legacy", store.url, detail, pending), apply
 
 
-async def _dify_metadata(settings: Settings) -> tuple[Step, Apply] | None:
+async def _dify_metadata(settings: Settings) -> tuple[MigrationStep, Apply] | None:
     if not settings.knowledge_store.startswith("dify"):
         return None
     from ..stores.dify._outbox import DurableKnowledgeStore
@@ -190,10 +190,10 @@ async def _dify_metadata(settings: Settings) -> tuple[Step, Apply] | None:
         finally:
             await durable.close()
 
-    return Step("dify-metadata", remote.url, detail, bool(missing)), apply
+    return MigrationStep("dify-metadata", remote.url, detail, bool(missing)), apply
 
 
-async def _reembed_knowledge(settings: Settings) -> tuple[Step, Apply] | None:
+async def _reembed_knowledge(settings: Settings) -> tuple[MigrationStep, Apply] | None:
     embedder = make_embedder(settings)
     path = (
         sqlite_path(settings, settings.knowledge_store, "knowledge.db")
@@ -225,12 +225,12 @@ async def _reembed_knowledge(settings: Settings) -> tuple[Step, Apply] | None:
         finally:
             await target.close()
 
-    return Step(
+    return MigrationStep(
         "reembed-knowledge", str(path), f"{stale} passages need {embedder.name} vectors", bool(stale)
     ), apply
 
 
-async def _reembed_entries(settings: Settings) -> tuple[Step, Apply] | None:
+async def _reembed_entries(settings: Settings) -> tuple[MigrationStep, Apply] | None:
     embedder = make_embedder(settings)
     if embedder is None or not settings.entry_store.startswith("sqlite"):
         return None
@@ -258,7 +258,7 @@ async def _reembed_entries(settings: Settings) -> tuple[Step, Apply] | None:
         finally:
             await target.close()
 
-    return Step(
+    return MigrationStep(
         "reembed-entries", str(path), f"{stale} entries need {embedder.name} vectors", bool(stale)
     ), apply
 
@@ -274,31 +274,33 @@ _STEPS = (
 )
 
 
-async def plan(settings: Settings) -> list[Step]:
+async def plan_migrations(settings: Settings) -> list[MigrationStep]:
     """Every step that applies to these stores, pending or not; reads only."""
     return [found[0] for check in _STEPS if (found := await check(settings)) is not None]
 
 
-def _record(settings: Settings, step: Step) -> None:
+def _record(settings: Settings, step: MigrationStep) -> None:
     line = {**asdict(step), "applied_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     del line["pending"]
     with private_file(settings.memory_dir / _LOG).open("a", encoding="utf-8") as log:
         log.write(json.dumps(line) + "\n")
 
 
-async def migrate(settings: Settings, *, progress: Progress = _quiet) -> tuple[list[Step], list[Step]]:
+async def migrate(
+    settings: Settings, *, progress: Progress = _quiet
+) -> tuple[list[MigrationStep], list[MigrationStep]]:
     """Apply every pending step in order; return (applied, still pending).
 
     Steps are checked again one by one just before they run, so a later step sees what
     an earlier one did (re-embedding runs on the migrated schema)."""
-    applied: list[Step] = []
+    applied: list[MigrationStep] = []
     for check in _STEPS:
         found = await check(settings)
         if found is None or not found[0].pending:
             continue
         step, apply = found
-        done = Step(step.name, step.store, await apply(progress), False)
+        done = MigrationStep(step.name, step.store, await apply(progress), False)
         _record(settings, done)
         applied.append(done)
-    remaining = [s for s in await plan(settings) if s.pending]
+    remaining = [s for s in await plan_migrations(settings) if s.pending]
     return applied, remaining

@@ -1,0 +1,64 @@
+"""The stores: the entry and knowledge store protocols, their value types, and opening a store
+from its URL. Adapter specifics are in `memory_bridge.stores.sqlite` and `.dify`.
+
+Names load on first use, so asking for a protocol does not import every adapter."""
+
+import typing as _typing
+
+from .._lazy import lazy_attributes as _lazy_attributes
+
+_LAZY = {
+    "Entry": "._base",
+    "EntryRecord": "._base",
+    "EntryStore": "._base",
+    "EntryWrite": "._base",
+    "DocMetadata": "._knowledge",
+    "Document": "._knowledge",
+    "KnowledgeFilter": "._knowledge",
+    "KnowledgeStore": "._knowledge",
+    "SearchMode": "._knowledge",
+    "SearchPage": "._knowledge",
+    "dify_outbox_path": "._url",
+    "entry_store_scheme": "._url",
+    "make_embedder": "._url",
+    "open_entry_store": "._url",
+    "open_knowledge_store": "._url",
+    "open_stores": "._url",
+    "sqlite_path": "._url",
+}
+
+# mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
+if _typing.TYPE_CHECKING:
+    from ._base import Entry, EntryRecord, EntryStore, EntryWrite
+    from ._knowledge import DocMetadata, Document, KnowledgeFilter, KnowledgeStore, SearchMode, SearchPage
+    from ._url import (
+        dify_outbox_path,
+        entry_store_scheme,
+        make_embedder,
+        open_entry_store,
+        open_knowledge_store,
+        open_stores,
+        sqlite_path,
+    )
+else:
+    __getattr__ = _lazy_attributes(__name__, _LAZY)
+
+__all__ = [
+    "DocMetadata",
+    "Document",
+    "Entry",
+    "EntryRecord",
+    "EntryStore",
+    "EntryWrite",
+    "KnowledgeFilter",
+    "KnowledgeStore",
+    "SearchMode",
+    "SearchPage",
+    "dify_outbox_path",
+    "entry_store_scheme",
+    "make_embedder",
+    "open_entry_store",
+    "open_knowledge_store",
+    "open_stores",
+    "sqlite_path",
+]

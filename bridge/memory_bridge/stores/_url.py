@@ -17,6 +17,7 @@ from ._knowledge import KnowledgeStore
 
 __all__ = [
     "dify_outbox_path",
+    "entry_store_scheme",
     "make_embedder",
     "open_dify_store",
     "open_entry_store",

@@ -28,8 +28,8 @@ from typing import Any
 import anyio.to_thread
 
 from memory_bridge import MemctlError, Settings, StoreUnavailable
-from memory_bridge.core._knowledge import KnowledgeContext, lesson_name, save_to_dataset, slugify
-from memory_bridge.stores._knowledge import Document, KnowledgeFilter
+from memory_bridge.core import KnowledgeContext, lesson_name, save_to_dataset, slugify
+from memory_bridge.stores import Document, KnowledgeFilter
 
 from ._daily import parse_atoms
 from ._flush import DAILY_SLOT

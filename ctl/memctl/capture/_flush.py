@@ -16,7 +16,7 @@ from typing import Any
 import anyio.to_thread
 
 from memory_bridge import InvalidInput, Settings
-from memory_bridge.core._redact import redact
+from memory_bridge.core import redact
 
 from ._daily import render_daily
 from ._llm import Provider, ask

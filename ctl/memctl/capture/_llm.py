@@ -21,8 +21,8 @@ from typing import Any, Protocol, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from memory_bridge import ConfigError, MemctlError, Settings
-from memory_bridge.core._redact import redact
+from memory_bridge import ConfigError, MemctlError, Settings, read_token_file
+from memory_bridge.core import redact
 
 from ._front import REENTRY_ENV
 from ._schema import AnswerInvalid, parse_answer
@@ -224,8 +224,6 @@ class OpenAICompatible(_Http):
 
 def _api_key(settings: Settings) -> str:
     if settings.capture_api_key_file is not None:
-        from memory_bridge._settings import read_token_file
-
         return (
             read_token_file(settings.capture_api_key_file)
             .get_secret_value()

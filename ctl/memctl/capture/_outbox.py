@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_bridge import StoreError, StoreUnavailable, private_dir
-from memory_bridge.core._knowledge import KnowledgeContext, save_to_dataset
+from memory_bridge.core import KnowledgeContext, save_to_dataset
 
 from ._paths import CaptureDirs, atomic_write
 

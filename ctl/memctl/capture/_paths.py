@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from memory_bridge._files import write_atomically
+from memory_bridge import write_atomically
 
 __all__ = ["CaptureDirs", "atomic_write", "safe_id"]
 

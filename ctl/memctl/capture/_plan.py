@@ -11,8 +11,7 @@ from __future__ import annotations
 import hashlib
 
 from memory_bridge import InvalidInput, Settings
-from memory_bridge.core._knowledge import slugify
-from memory_bridge.core._redact import redact
+from memory_bridge.core import redact, slugify
 
 from ._outbox import Delivery, enqueue
 from ._paths import CaptureDirs

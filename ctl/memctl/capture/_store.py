@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from memory_bridge import Settings, StoreUnavailable
-from memory_bridge.core._knowledge import KnowledgeContext
-from memory_bridge.stores._url import make_embedder, open_knowledge_store
+from memory_bridge.core import KnowledgeContext
+from memory_bridge.stores import make_embedder, open_knowledge_store
 
 from ._outbox import Delivery, deliver, queued
 from ._paths import CaptureDirs

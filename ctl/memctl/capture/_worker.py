@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 
 from memory_bridge import MemctlError, load_settings
-from memory_bridge.core._redact import redact
+from memory_bridge.core import redact
 
 from ._compile import compile_project
 from ._flush import flush

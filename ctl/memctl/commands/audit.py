@@ -11,9 +11,8 @@ import click
 from rich.table import Table
 
 from memory_bridge import ConfigError, MemctlError
-from memory_bridge.core._audit import AUDIT_CLASSES, audit_memory, retire
-from memory_bridge.stores._knowledge import KnowledgeStore
-from memory_bridge.stores._url import open_knowledge_store
+from memory_bridge.core import AUDIT_CLASSES, audit_memory, retire
+from memory_bridge.stores import KnowledgeStore, open_knowledge_store
 
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option

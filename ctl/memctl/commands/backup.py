@@ -8,9 +8,9 @@ import anyio
 import click
 
 from memory_bridge import MemctlError
-from memory_bridge.core._archive import Manifest
-from memory_bridge.core._backup import backup as write_backup
-from memory_bridge.stores._url import open_stores
+from memory_bridge.core import Manifest
+from memory_bridge.core import backup as write_backup
+from memory_bridge.stores import open_stores
 
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option

@@ -7,10 +7,8 @@ from pathlib import Path
 import anyio
 import click
 
-from memory_bridge import ConfigError, MemctlError, load_settings
-from memory_bridge._files import write_atomically
-from memory_bridge._settings import read_token_file
-from memory_bridge.stores.dify._onboarding import onboard
+from memory_bridge import ConfigError, MemctlError, load_settings, read_token_file, write_atomically
+from memory_bridge.stores.dify import onboard
 
 from .._output import console, emit_json, fail, json_option
 

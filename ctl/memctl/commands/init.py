@@ -10,7 +10,7 @@ import click
 from pydantic import SecretStr
 
 from memory_bridge import MemctlError, Settings, load_settings, private_dir, private_file
-from memory_bridge.stores._url import entry_store_scheme
+from memory_bridge.stores import entry_store_scheme
 
 from .._output import console, emit_json, fail, json_option
 from .._registry import add_project, registry_path

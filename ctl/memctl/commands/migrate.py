@@ -11,7 +11,7 @@ import click
 from rich.table import Table
 
 from memory_bridge import MemctlError, load_settings
-from memory_bridge.core._migrate import Step, migrate, plan
+from memory_bridge.core import MigrationStep, migrate, plan_migrations
 
 from .._inventory import Inventory
 from .._options import project_option
@@ -21,15 +21,17 @@ from .._project import current_project
 from ._runs import chosen_inventory, run_and_report
 
 
-async def _run(project: Path | None, dry_run: bool, show_progress: bool) -> tuple[list[Step], list[Step]]:
+async def _run(
+    project: Path | None, dry_run: bool, show_progress: bool
+) -> tuple[list[MigrationStep], list[MigrationStep]]:
     settings = load_settings(project=current_project(project))
     if dry_run:
-        return [], [s for s in await plan(settings) if s.pending]
+        return [], [s for s in await plan_migrations(settings) if s.pending]
     with progress_bars(enabled=show_progress) as progress:
         return await migrate(settings, progress=progress)
 
 
-def _table(title: str, steps: list[Step]) -> Table:
+def _table(title: str, steps: list[MigrationStep]) -> Table:
     table = Table(title=title, title_justify="left")
     for column in ("step", "store", "detail"):
         table.add_column(column, overflow="fold")

@@ -9,7 +9,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from memory_bridge import MemctlError, load_settings, open_entry_store
-from memory_bridge.core._transfer import TransferReport, copy_entries
+from memory_bridge.core import TransferReport, copy_entries
 
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option

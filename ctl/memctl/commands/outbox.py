@@ -12,8 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from memory_bridge import MemctlError, NotFound
-from memory_bridge.stores._url import dify_outbox_path
-from memory_bridge.stores.dify._outbox import Outbox
+from memory_bridge.stores import dify_outbox_path
+from memory_bridge.stores.dify import Outbox
 
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option

@@ -11,9 +11,9 @@ import click
 from rich.table import Table
 
 from memory_bridge import ConfigError, MemctlError, Settings, load_settings, pinned_scope, write_scope
-from memory_bridge.core._backup import RestoreMode, RestoreReport
-from memory_bridge.core._backup import restore as run_restore
-from memory_bridge.stores._url import open_stores
+from memory_bridge.core import RestoreMode, RestoreReport
+from memory_bridge.core import restore as run_restore
+from memory_bridge.stores import open_stores
 
 from .._options import project_option
 from .._output import console, emit_json, fail, json_option

@@ -12,8 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from memory_bridge import MemctlError, StoreError
-from memory_bridge.stores._url import open_stores
-from memory_bridge.stores.dify._outbox import DurableKnowledgeStore
+from memory_bridge.stores import open_stores
+from memory_bridge.stores.dify import DurableKnowledgeStore
 
 from .._containers import bridge_container
 from .._inventory import Inventory, Project

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import MemctlError, load_settings
-from memory_bridge._tokens import rotate
+from memory_bridge import MemctlError, load_settings, rotate_token
 
 from .._options import Duration, project_option
 from .._output import console, emit_json, fail, json_option
@@ -60,7 +59,7 @@ def rotate_command(
     try:
         settings = load_settings(project=current_project(project))
         path = token_file or settings.token_file or settings.project / DEFAULT_TOKEN_FILE
-        rotation = rotate(path, grace)
+        rotation = rotate_token(path, grace)
     except MemctlError as exc:
         fail(exc, as_json=as_json)
     result: dict[str, object] = {

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from memory_bridge import MemctlError, load_settings
-from memory_bridge.stores._url import entry_store_scheme
+from memory_bridge.stores import entry_store_scheme
 
 from .._clients import ALL_CLIENTS
 from .._inventory import Inventory, Project

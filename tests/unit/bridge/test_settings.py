@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_bridge import ConfigError, load_settings
-from memory_bridge._settings import read_token_file
+from memory_bridge import ConfigError, load_settings, read_token_file
 
 
 @pytest.fixture

@@ -1,0 +1,22 @@
+"""The Dify knowledge store: onboarding a Dify and the durable outbox in front of it.
+
+Names load on first use, so a caller that never talks to Dify does not import httpx for it."""
+
+import typing as _typing
+
+from ..._lazy import lazy_attributes as _lazy_attributes
+
+_LAZY = {
+    "DurableKnowledgeStore": "._outbox",
+    "Outbox": "._outbox",
+    "onboard": "._onboarding",
+}
+
+# mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
+if _typing.TYPE_CHECKING:
+    from ._onboarding import onboard
+    from ._outbox import DurableKnowledgeStore, Outbox
+else:
+    __getattr__ = _lazy_attributes(__name__, _LAZY)
+
+__all__ = ["DurableKnowledgeStore", "Outbox", "onboard"]

@@ -9,7 +9,7 @@ import pytest
 
 from memory_bridge import Conflict, EntryStore, EntryWrite, load_settings, open_entry_store
 from memory_bridge.core._entry_merge import merge_entry, seen
-from memory_bridge.stores._base import EntryRecord
+from memory_bridge.stores import EntryRecord
 
 pytestmark = pytest.mark.anyio
 

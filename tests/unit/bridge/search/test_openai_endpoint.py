@@ -15,8 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from memory_bridge import load_settings
-from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter
-from memory_bridge.stores._url import make_embedder, open_knowledge_store
+from memory_bridge.stores import DocMetadata, KnowledgeFilter, make_embedder, open_knowledge_store
 
 from ....bridges import free_port
 

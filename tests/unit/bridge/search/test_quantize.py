@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_bridge.search._onnx import MINILM_FLOAT_NAME, MINILM_NAME, _model_path, load_minilm
+from memory_bridge.search import MINILM_FLOAT_NAME, MINILM_NAME, load_minilm
+from memory_bridge.search._onnx import _model_path
 from memory_bridge.search._quantize import int8_model
 
 

@@ -9,8 +9,7 @@ import pytest
 
 from memory_bridge import EntryWrite
 from memory_bridge.core import _entries as ops
-from memory_bridge.search._embed import LazyEmbedder
-from memory_bridge.search._onnx import lazy_minilm
+from memory_bridge.search import LazyEmbedder, lazy_minilm
 from memory_bridge.stores.sqlite._entries import SqliteEntryStore
 
 from ....bridges import MODEL_CACHE

@@ -11,10 +11,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from memory_bridge.search._embed import LazyEmbedder
-from memory_bridge.search._onnx import MINILM_NAME, lazy_minilm
-from memory_bridge.stores._knowledge import DocMetadata, KnowledgeFilter, SearchPage
-from memory_bridge.stores.sqlite._knowledge import SqliteKnowledgeStore
+from memory_bridge.search import MINILM_NAME, LazyEmbedder, lazy_minilm
+from memory_bridge.stores import DocMetadata, KnowledgeFilter, SearchPage
+from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge_vectors import SEARCH_CATCH_UP
 
 from ....bridges import MODEL_CACHE

@@ -85,7 +85,7 @@ from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_
 def run(module: AnsibleModule) -> dict[str, Any]:
     """Plan and apply the client configuration; the module's result."""
     clients = import_memctl(module, "memctl._clients")
-    errors = import_memctl(module, "memory_bridge._errors")
+    bridge = import_memctl(module, "memory_bridge")
     params = module.params
     codex = Path(params["codex_config"]) if params["codex_config"] else None
     try:
@@ -101,7 +101,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
             changes.append(clients.install_launcher(plan, check=module.check_mode))
         else:
             changes = clients.remove(plan.project, plan, check=module.check_mode, purge=params["purge"])
-    except errors.ConfigError as exc:
+    except bridge.ConfigError as exc:
         module.fail_json(msg=str(exc))
     for change in changes:
         if change.action == "edited-left-alone":

@@ -71,7 +71,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     """Migrate and prepare the stores (or, in check mode, say what that would do)."""
     bridge = import_memctl(module, "memory_bridge")
     stores = import_memctl(module, "memctl._stores")
-    migrations = import_memctl(module, "memory_bridge.core._migrate")
+    core = import_memctl(module, "memory_bridge.core")
     anyio = import_memctl(module, "anyio")
     workspace = Path(module.params["workspace"])
     if not workspace.is_dir():
@@ -80,14 +80,14 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         settings = bridge.load_settings(project=workspace)
         if module.check_mode:
             states = stores.embedded_states(settings)
-            pending = [asdict(step) for step in anyio.run(migrations.plan, settings) if step.pending]
+            pending = [asdict(step) for step in anyio.run(core.plan_migrations, settings) if step.pending]
             return {
                 "changed": bool(pending) or not all(state.current for state in states),
                 "stores": [_state(state, None) for state in states],
                 "pending": pending,
             }
         before = stores.embedded_states(settings)
-        applied, _ = anyio.run(migrations.migrate, settings)
+        applied, _ = anyio.run(core.migrate, settings)
         url = stores.prepare_stores(settings)
         pinned = bridge.pin_scope(settings)
         after = {state.kind: state.version for state in stores.embedded_states(settings)}
@@ -105,7 +105,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
             result["smoke"] = report
             if report["saved"] == "created":
                 result["changed"] = True
-                more, _ = anyio.run(migrations.migrate, settings)  # the setup entry's vector
+                more, _ = anyio.run(core.migrate, settings)  # the setup entry's vector
                 applied += more
         result["applied"] = [asdict(step) for step in applied]
         result["pending"] = []

@@ -49,12 +49,12 @@ from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_
 def run(module: AnsibleModule) -> dict[str, Any]:
     """Apply the settings; the module's result."""
     settings_module = import_memctl(module, "memctl._project_settings")
-    errors = import_memctl(module, "memory_bridge._errors")
+    bridge = import_memctl(module, "memory_bridge")
     workspace = Path(module.params["workspace"])
     values = {str(k): str(v) for k, v in (module.params["settings"] or {}).items()}
     try:
         changed, diff = settings_module.apply_settings(workspace, values, check=module.check_mode)
-    except errors.ConfigError as exc:
+    except bridge.ConfigError as exc:
         module.fail_json(msg=f"{workspace / settings_module.CONFIG}: {exc}")
     result: dict[str, Any] = {"changed": changed, "path": str(workspace / settings_module.CONFIG)}
     if module._diff and diff:
