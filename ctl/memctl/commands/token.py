@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import MemctlError, load_settings
+from memory_bridge import load_settings
 from memory_bridge._tokens import rotate
 
 from .._options import Duration, project_option
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._project import current_project
 
 DEFAULT_TOKEN_FILE = Path(".memory") / "bridge.token"
@@ -57,12 +57,9 @@ def rotate_command(
       memctl token rotate
       memctl token rotate --project ~/src/app --grace 1h --json
     """
-    try:
-        settings = load_settings(project=current_project(project))
-        path = token_file or settings.token_file or settings.project / DEFAULT_TOKEN_FILE
-        rotation = rotate(path, grace)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    settings = load_settings(project=current_project(project))
+    path = token_file or settings.token_file or settings.project / DEFAULT_TOKEN_FILE
+    rotation = rotate(path, grace)
     result: dict[str, object] = {
         "ok": True,
         "changed": True,
