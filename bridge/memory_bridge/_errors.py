@@ -1,19 +1,19 @@
-"""The memctl error tree, drawn once.
+"""The bridge's error classes: the memctl error tree without the CLI's own.
 
     MemctlError                 anything memctl reports to a user or an agent
     ├── StoreError              a store operation failed; carries .operation
     │   ├── InvalidInput        bad argument: names the field and the problem
     │   ├── NotFound            the thing asked for does not exist
     │   ├── Conflict            the store refused a change that clashes with its state
-    │   ├── AccessDenied        the store refused our credentials (check the key)
+    │   ├── AccessDenied        the store refused our credentials or permissions
     │   ├── StoreFailed         the store took the request and failed on it (a 500)
     │   ├── StoreUnavailable    the store cannot be reached or used (retryable)
     │   │   └── EmbedderUnavailable  the embedding model cannot load or its endpoint failed
     │   └── MetadataPending     Dify took a document's text but not its metadata (replayable)
     └── ConfigError             settings or a store URL are wrong (at startup)
 
-memctl (the CLI) adds its own classes and draws the whole tree with each class's exit
-code in `memctl._errors`.
+memctl (the CLI) adds its own classes; `memctl._errors` draws the whole tree, with the
+exit code of each class.
 
 Foreign exceptions (sqlite3, valkey, httpx) are translated where they enter our
 code, into the most specific class above. An outage is never "not found", and
