@@ -16,6 +16,7 @@ import anyio
 import click
 from click.testing import CliRunner
 
+from memctl._errors import EXIT_CODES
 from memctl.cli import cli
 from memory_bridge import Settings, build_server, load_settings, open_state
 
@@ -103,11 +104,41 @@ def _result_line(schema: dict[str, Any]) -> str:
     return f"Result keys (`?`: only in some results): {', '.join(keys)}."
 
 
+def exit_codes_md() -> list[str]:
+    """The exit code table, from `memctl._errors.EXIT_CODES`."""
+    lines = [
+        "## Exit codes",
+        "",
+        "0 when a command succeeds. An error is reported once, as `error: ...` on stderr or, with",
+        '`--json`, as `{"ok": false, "error", "message", "exit_code"}` on stdout, and the command',
+        "exits with its class's code. Click's own usage errors (an unknown or missing option) exit 2.",
+        "",
+        "| code | error | meaning |",
+        "|---|---|---|",
+    ]
+    for cls, (code, meaning) in sorted(EXIT_CODES.items(), key=lambda item: item[1][0]):
+        lines.append(f"| {code} | `{cls.__name__}` | {meaning} |")
+    return [*lines, ""]
+
+
+def _command_paths(group: click.Group, ctx: click.Context, prefix: list[str]) -> list[list[str]]:
+    """Every command under the group, depth first (the lazy group lists them on request)."""
+    paths = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if command is None or command.hidden:
+            continue
+        paths.append([*prefix, name])
+        if isinstance(command, click.Group):
+            paths += _command_paths(command, ctx, [*prefix, name])
+    return paths
+
+
 def cli_md() -> str:
-    lines = ["# memctl command reference", ""]
+    lines = ["# memctl command reference", "", *exit_codes_md()]
     group = cli
     assert isinstance(group, click.Group)
-    for path in [[], *([name] for name in sorted(group.commands))]:
+    for path in [[], *_command_paths(group, click.Context(group), [])]:
         result = CliRunner().invoke(cli, [*path, "--help"], prog_name="memctl", terminal_width=100)
         lines += [f"## memctl {' '.join(path)}".rstrip(), "", "```", result.output.rstrip(), "```", ""]
     return _HEADER + "\n".join(lines)

@@ -1,19 +1,25 @@
-"""The memctl error tree, drawn once.
+"""The bridge's error classes: the memctl error tree without the CLI's own.
 
     MemctlError                 anything memctl reports to a user or an agent
     ├── StoreError              a store operation failed; carries .operation
     │   ├── InvalidInput        bad argument: names the field and the problem
     │   ├── NotFound            the thing asked for does not exist
     │   ├── Conflict            the store refused a change that clashes with its state
-    │   ├── AccessDenied        the store refused our credentials (check the key)
+    │   ├── AccessDenied        the store refused our credentials or permissions
     │   ├── StoreFailed         the store took the request and failed on it (a 500)
-    │   └── StoreUnavailable    the store cannot be reached or used (retryable)
+    │   ├── StoreUnavailable    the store cannot be reached or used (retryable)
+    │   │   └── EmbedderUnavailable  the embedding model cannot load or its endpoint failed
+    │   └── MetadataPending     Dify took a document's text but not its metadata (replayable)
     └── ConfigError             settings or a store URL are wrong (at startup)
+
+memctl (the CLI) adds its own classes; `memctl._errors` draws the whole tree, with the
+exit code of each class.
 
 Foreign exceptions (sqlite3, valkey, httpx) are translated where they enter our
 code, into the most specific class above. An outage is never "not found", and
 "not found" is never an outage. A lost compare-and-set is not an error: memory_set
 answers it in-band (`{"ok": false, "error": "conflict", ...}`), as memory-mcp does.
+An embedder that fails is not fatal: search degrades to keywords and says so.
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ __all__ = [
     "AccessDenied",
     "ConfigError",
     "Conflict",
+    "EmbedderUnavailable",
     "InvalidInput",
     "MemctlError",
+    "MetadataPending",
     "NotFound",
     "StoreError",
     "StoreFailed",
@@ -81,3 +89,21 @@ class StoreFailed(StoreError):
 
 class StoreUnavailable(StoreError):
     """The store cannot be reached or is unusable right now; retrying may help."""
+
+
+class EmbedderUnavailable(StoreUnavailable):
+    """The embedding model cannot load, or its endpoint failed: dense search is off, keyword
+    search keeps working (the search result says it is degraded)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, operation="embed")
+
+
+class MetadataPending(StoreError):
+    """A save whose text Dify took but whose metadata write failed (replaying it is safe)."""
+
+    def __init__(self, document_id: str, created: bool, cause: StoreError) -> None:
+        super().__init__(f"text saved, metadata pending: {cause}", operation="write metadata")
+        self.document_id = document_id
+        self.created = created
+        self.cause = cause

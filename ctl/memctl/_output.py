@@ -3,47 +3,50 @@
 from __future__ import annotations
 
 import json
-import sys
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.text import Text
 
-from memory_bridge import ConfigError, Conflict, InvalidInput, MemctlError, NotFound, StoreUnavailable
+from memory_bridge import MemctlError
 
-from ._playbook import PlaybookFailed
+from ._errors import exit_code
 
-__all__ = ["EXIT_CODES", "console", "emit_json", "fail", "json_option"]
+__all__ = ["console", "emit_json", "json_option", "render_error", "wants_json"]
 
 console = Console(stderr=False, highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
-EXIT_CODES: dict[type[MemctlError], int] = {
-    ConfigError: 2,
-    InvalidInput: 2,
-    NotFound: 3,
-    PlaybookFailed: 4,
-    Conflict: 4,
-    StoreUnavailable: 5,
-}
+_JSON = "memctl.json"
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+
+def _remember_json(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    ctx.meta[_JSON] = value  # meta is shared by every context of the run: the group sees it
+    return value
+
+
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    is_eager=True,  # known before any other option can fail
+    callback=_remember_json,
+    help="Print one JSON object instead of text.",
+)
+
+
+def wants_json(ctx: click.Context) -> bool:
+    """Whether the command being run was given --json."""
+    return bool(ctx.meta.get(_JSON, False))
 
 
 def emit_json(payload: dict[str, Any]) -> None:
     click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
 
 
-def exit_code(error: MemctlError) -> int:
-    for cls in type(error).__mro__:
-        if cls in EXIT_CODES:
-            return EXIT_CODES[cls]
-    return 1
-
-
-def fail(error: MemctlError, *, as_json: bool) -> NoReturn:
-    """Report an error in the chosen format and exit with its class's code."""
+def render_error(error: MemctlError, *, as_json: bool) -> int:
+    """Report an error in the chosen format; return its class's exit code."""
     code = exit_code(error)
     if as_json:
         emit_json({"ok": False, "error": type(error).__name__, "message": str(error), "exit_code": code})
@@ -51,4 +54,4 @@ def fail(error: MemctlError, *, as_json: bool) -> NoReturn:
         message = Text("error:", style="bold red")
         message.append(f" {error}")  # plain text: brackets in the message are not markup
         err_console.print(message, soft_wrap=True)
-    sys.exit(code)
+    return code

@@ -17,21 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_bridge import ConfigError, MemctlError, private_dir, private_file, write_atomically
+from memory_bridge import ConfigError, private_dir, private_file, write_atomically
 
 from ._content import content_root
+from ._errors import PlaybookFailed
 
-__all__ = ["PlaybookFailed", "PlaybookRun", "projects_file", "run_playbook", "state_dir"]
+__all__ = ["PlaybookRun", "projects_file", "run_playbook", "state_dir"]
 
 Event = dict[str, Any]
-
-
-class PlaybookFailed(MemctlError):
-    """A playbook task failed or a host was unreachable; `run` holds what did happen."""
-
-    def __init__(self, message: str, run: PlaybookRun) -> None:
-        super().__init__(message)
-        self.run = run
 
 
 @dataclass

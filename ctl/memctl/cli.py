@@ -1,14 +1,20 @@
 """The `memctl` command group.
 
 Commands are imported when they are run, so a quick command (a hook, `--version`) does
-not pay for the MCP server, Ansible or the stores that other commands need.
+not pay for the MCP server, Ansible or the stores that other commands need. The group is
+the one error boundary: a `MemctlError` from any command is rendered here, once (text on
+stderr, or the command's `--json` object), and exits with its class's code
+(`memctl._errors.EXIT_CODES`).
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
+
+from memory_bridge import MemctlError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -39,7 +45,16 @@ COMMANDS: dict[str, str] = {
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported only when used (or listed in --help)."""
+    """A group whose commands are imported only when used (or listed in --help), and
+    which reports any `MemctlError` they raise."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemctlError as error:
+            from ._output import render_error, wants_json
+
+            ctx.exit(render_error(error, as_json=wants_json(ctx)))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from memctl._errors import AnswerInvalid
 from memctl.capture._daily import parse_atoms, render_daily
-from memctl.capture._schema import AnswerInvalid, Atom, CompileDecision, ExtractorAnswer, parse_answer
+from memctl.capture._schema import Atom, CompileDecision, ExtractorAnswer, parse_answer
 from memctl.capture._transcript import read_turns
 from memctl.cli import cli
 

@@ -155,7 +155,7 @@ def test_a_damaged_archive_stops_before_any_write(
     seed_entries(target, count=3)
     before = entry_records(target), documents(target)
     result = memctl("restore", "--project", str(target), "-i", str(bad), "--merge", "--json")
-    assert result.code == 2, result.stdout
+    assert result.code == 7 and result.json["error"] == "InvalidInput", result.stdout
     assert says in result.json["message"]
     assert "nothing was written" in result.json["message"] or damage == "missing"
     assert (entry_records(target), documents(target)) == before
@@ -170,5 +170,5 @@ def test_an_unwritable_output_is_a_clear_error(source: Path, tmp_path: Path) -> 
     not_a_directory = tmp_path / "notes.txt"
     not_a_directory.write_text("a file, not a directory")
     result = memctl("backup", "--project", str(source), "-o", str(not_a_directory / "a.tar.gz"), "--json")
-    assert result.code == 2 and "cannot write there" in result.json["message"]
+    assert result.code == 7 and "cannot write there" in result.json["message"]
     assert not_a_directory.read_text() == "a file, not a directory"

@@ -80,7 +80,7 @@ async def test_a_target_with_entries_is_refused_unless_merging(server: RunningSe
         "mem:theirs", mapping={"title": "t", "body": "b", "type": "x", "tags": "", "hits": "0"}
     )
     refused = migrate(tmp_path, "--to", server.url)
-    assert refused.returncode == 2
+    assert refused.returncode == 4 and json.loads(refused.stdout)["error"] == "Conflict"
     assert "--merge" in json.loads(refused.stdout)["message"]
     assert server.client().exists("mem:mine") == 0, "nothing was written"
     merged = migrate(tmp_path, "--to", server.url, "--merge")

@@ -15,7 +15,7 @@ import pytest
 import valkey
 from mcp import Client
 
-from memory_bridge import EntryWrite, StoreUnavailable
+from memory_bridge import AccessDenied, EntryWrite, StoreUnavailable
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 
 from ..bridges import HttpBridge, free_port, http_bridge
@@ -239,11 +239,55 @@ async def test_acl_user_password_and_database_number(tmp_path: Path) -> None:
         assert raw.hget("mem:acl-entry", "title") == b"t"
         wrong = ValkeyEntryStore(f"valkey://alice:nope@127.0.0.1:{server.port}/3")
         try:
-            with pytest.raises(StoreUnavailable, match="refused the credentials") as caught:
+            with pytest.raises(AccessDenied, match="refused the credentials") as caught:
                 await wrong.count()
             assert "nope" not in str(caught.value)
         finally:
             await wrong.close()
+
+
+@pytest.mark.parametrize(
+    ("credentials", "refusal"),
+    [("", "NOAUTH: no password"), (":nope@", "WRONGPASS: a wrong password")],
+    ids=["no-password", "wrong-password"],
+)
+async def test_a_refused_password_is_access_denied_not_an_outage(credentials: str, refusal: str) -> None:
+    with run_server(valkey_server_binary(), "--requirepass", "s3cret") as server:
+        store = ValkeyEntryStore(f"valkey://{credentials}127.0.0.1:{server.port}/0")
+        try:
+            with pytest.raises(AccessDenied, match="refused the credentials") as caught:
+                await store.count()
+            assert not isinstance(caught.value, StoreUnavailable), refusal
+            assert "nope" not in str(caught.value) and "s3cret" not in str(caught.value)
+        finally:
+            await store.close()
+
+
+async def test_a_command_the_acl_forbids_is_access_denied() -> None:
+    """NOPERM: the user exists and the password is right, but it may only read."""
+    with run_server(
+        valkey_server_binary(),
+        "--user",
+        "default",
+        "off",
+        "--user",
+        "reader",
+        "on",
+        ">s3cret",
+        "~*",
+        "+@read",
+    ) as server:
+        store = ValkeyEntryStore(f"valkey://reader:s3cret@127.0.0.1:{server.port}/0")
+        try:
+            with pytest.raises(AccessDenied, match="ACL"):
+                await store.set(
+                    EntryWrite("acl-entry", "t", "b", "note", ("x",)),
+                    ttl=None,
+                    if_version=None,
+                    operation_id=None,
+                )
+        finally:
+            await store.close()
 
 
 def make_certificates(directory: Path) -> dict[str, Path]:

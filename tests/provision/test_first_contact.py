@@ -72,7 +72,7 @@ def test_up_fails_loudly_when_a_client_could_not_start_the_server(tmp_path: Path
     launcher.write_text("#!/bin/sh\necho 'my own broken memctl' >&2\nexit 1\n")  # the user's, not ours
     launcher.chmod(0o755)
     run = memctl("up", "--project", str(workspace), "--json", state=tmp_path / "state")
-    assert run.returncode == 4, run.stdout + run.stderr
+    assert run.returncode == 6, run.stdout + run.stderr
     message = json.loads(run.stdout)["message"]
     assert ".mcp.json" in message and "my own broken memctl" in message
     assert launcher.read_text().startswith("#!/bin/sh\necho 'my own broken memctl'"), (

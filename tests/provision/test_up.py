@@ -14,8 +14,8 @@ import pytest
 import testinfra
 from mcp import Client
 
+from memctl._errors import PlaybookFailed
 from memctl._inventory import load_inventory
-from memctl._playbook import PlaybookFailed
 from memctl._provision import provision
 
 from ..bridges import bridge_env, http_bridge

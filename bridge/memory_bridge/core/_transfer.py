@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .._errors import InvalidInput
+from .._errors import Conflict
 from ..stores._base import EntryRecord, EntryStore
 
 __all__ = ["Fingerprint", "TransferReport", "copy_entries", "fingerprint", "same_fingerprint", "verify_copy"]
@@ -72,9 +72,8 @@ async def copy_entries(
     ids present in both take the source's record and the target's other ids stay.
     """
     if not merge and await _has_records(target):
-        raise InvalidInput(
-            "target",
-            f"{target.url} already holds entries; pass --merge to overwrite the ids both stores have",
+        raise Conflict(
+            f"target: {target.url} already holds entries; pass --merge to overwrite the ids both stores have",
             operation="migrate-store",
         )
     report = TransferReport()

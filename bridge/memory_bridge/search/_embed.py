@@ -7,6 +7,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from .._errors import EmbedderUnavailable
+
 if TYPE_CHECKING:  # numpy loads with the model, not with the bridge (stdio start stays fast)
     import numpy as np
     import numpy.typing as npt
@@ -29,7 +31,7 @@ class Embedder(Protocol):
 
 class LazyEmbedder:
     """Builds the real embedder on first use (so a stdio bridge starts fast) and
-    remembers why it could not, so search can say it is degraded."""
+    remembers why it could not (`EmbedderUnavailable`), so search can say it is degraded."""
 
     def __init__(self, name: str, dimension: int, factory: Callable[[], Embedder]) -> None:
         self.name = name
@@ -43,12 +45,12 @@ class LazyEmbedder:
         with self._lock:
             if self._embedder is None:
                 if self.failure is not None:
-                    raise RuntimeError(self.failure)
+                    raise EmbedderUnavailable(self.failure)
                 try:
                     self._embedder = self._factory()
                 except Exception as exc:  # any loader failure means: no dense search
                     self.failure = f"embedding model {self.name} unavailable: {exc}"
-                    raise RuntimeError(self.failure) from exc
+                    raise EmbedderUnavailable(self.failure) from exc
             return self._embedder
 
     def embed_documents(self, texts: list[str]) -> Vector:

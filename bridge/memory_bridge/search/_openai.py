@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from .._errors import EmbedderUnavailable
 from ._embed import LazyEmbedder
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class EndpointEmbedder:
             response.raise_for_status()
             rows: list[dict[str, Any]] = sorted(response.json()["data"], key=lambda r: r["index"])
         except (httpx.HTTPError, KeyError, ValueError) as exc:
-            raise RuntimeError(f"embeddings endpoint {self._url} failed: {exc}") from exc
+            raise EmbedderUnavailable(f"embeddings endpoint {self._url} failed: {exc}") from exc
         vectors = np.array([r["embedding"] for r in rows], dtype=np.float32)
         vectors /= np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
         return vectors

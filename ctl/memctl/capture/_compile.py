@@ -31,6 +31,7 @@ from memory_bridge import MemctlError, Settings, StoreUnavailable
 from memory_bridge.core import KnowledgeContext, lesson_name, save_to_dataset, slugify
 from memory_bridge.stores import Document, KnowledgeFilter
 
+from .._errors import AnswerInvalid
 from ._daily import parse_atoms
 from ._flush import DAILY_SLOT
 from ._llm import Provider, ask
@@ -38,7 +39,7 @@ from ._lock import FileLock, lock_owner
 from ._outbox import deliver
 from ._paths import CaptureDirs, atomic_write
 from ._prompts import JUDGE
-from ._schema import LESSON, AnswerInvalid, Atom, CompileDecision
+from ._schema import LESSON, Atom, CompileDecision
 from ._store import knowledge
 
 __all__ = ["AtomOutcome", "CompileReport", "compile_project", "route"]

@@ -24,19 +24,16 @@ from pydantic import BaseModel
 from memory_bridge import ConfigError, MemctlError, Settings, read_token_file
 from memory_bridge.core import redact
 
+from .._errors import AnswerInvalid, ProviderUnavailable
 from ._front import REENTRY_ENV
-from ._schema import AnswerInvalid, parse_answer
+from ._schema import parse_answer
 
-__all__ = ["Provider", "ProviderUnavailable", "ask", "make_provider"]
+__all__ = ["Provider", "ask", "make_provider"]
 
 STRICT = "\n\nIMPORTANT: respond with STRICT JSON only. No prose before or after. No markdown code fences."
 _EXTRA_PATH = ("~/.local/bin", "/usr/local/bin", "/opt/homebrew/bin", "~/.npm-global/bin", "/snap/bin")
 _DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4o-mini"}
 _DEFAULT_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
-
-
-class ProviderUnavailable(MemctlError):
-    """The LLM could not answer: not installed, timed out, failed, or refused the request."""
 
 
 class Provider(Protocol):

@@ -14,13 +14,13 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memory_bridge import MemctlError
 from memory_bridge.core import ATOM_TYPES as KNOWLEDGE_ATOM_TYPES
+
+from .._errors import AnswerInvalid
 
 __all__ = [
     "ATOM_TYPES",
     "TASK_TYPES",
-    "AnswerInvalid",
     "Atom",
     "AtomMetadata",
     "CompileDecision",
@@ -36,10 +36,6 @@ TASK_TYPES = ("planning", "implementation", "debugging", "refactor", "review", "
 TITLE_MAX = 80
 BODY_MAX = 700
 EVIDENCE_MAX = 240
-
-
-class AnswerInvalid(MemctlError):
-    """An LLM answer that is not the JSON asked for."""
 
 
 def _line(value: str) -> str:

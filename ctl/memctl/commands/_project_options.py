@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 
-from memory_bridge import InvalidInput
+from memory_bridge import ConfigError
 
 from .._clients import ALL_CLIENTS
 from .._inventory import Project
@@ -40,11 +40,12 @@ def project_options(function: F) -> F:
 
 
 def build_project(workspace: Path, slug: str | None, clients: tuple[str, ...], **fields: Any) -> Project:
-    """The project the options describe; `InvalidInput` naming the field when one is wrong."""
+    """The project the options describe; `ConfigError` naming the option when one is wrong
+    (as an inventory's loader does for the same field)."""
     if clients:
         fields["clients"] = clients
     try:
         return Project(slug=slug or slug_for(workspace), workspace=str(workspace), **fields)
     except ValidationError as exc:
         problem = exc.errors()[0]
-        raise InvalidInput(".".join(map(str, problem["loc"])), problem["msg"]) from exc
+        raise ConfigError(f"{'.'.join(map(str, problem['loc']))}: {problem['msg']}") from exc

@@ -11,11 +11,11 @@ from rich.markup import escape
 from rich.status import Status
 from rich.table import Table
 
-from memory_bridge import MemctlError, NotFound
+from memory_bridge import NotFound
 
 from .._inventory import Inventory, Project, load_inventory
 from .._options import project_option
-from .._output import console, emit_json, fail
+from .._output import console, emit_json
 from .._playbook import Event
 from .._provision import changes, container_changes, project_for, provision, summarise
 from .._record import recorded_project
@@ -112,18 +112,15 @@ def run_and_report(
     extra_vars: dict[str, Any] | None = None,
 ) -> None:
     """Run the playbook over the target and print the per-project summary (or JSON)."""
-    try:
-        with Progress(enabled=not as_json and console.is_terminal) as progress:
-            loaded, run = provision(
-                target,
-                playbook=playbook,
-                check=check,
-                diff=show_diff,
-                extra_vars=extra_vars,
-                on_event=progress,
-            )
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    with Progress(enabled=not as_json and console.is_terminal) as progress:
+        loaded, run = provision(
+            target,
+            playbook=playbook,
+            check=check,
+            diff=show_diff,
+            extra_vars=extra_vars,
+            on_event=progress,
+        )
     projects = summarise(loaded, run)
     if not show_diff:
         for record in projects:

@@ -10,12 +10,12 @@ import anyio
 import click
 from rich.table import Table
 
-from memory_bridge import ConfigError, MemctlError
+from memory_bridge import ConfigError
 from memory_bridge.core import AUDIT_CLASSES, audit_memory, retire
 from memory_bridge.stores import KnowledgeStore, open_knowledge_store
 
 from .._options import project_option
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
 
 Finding = dict[str, Any]
@@ -135,12 +135,9 @@ def audit(
       memctl audit --class duplicate-error-pattern --apply
       memctl audit --apply --yes --json
     """
-    try:
-        if apply and as_json and not yes:
-            raise ConfigError("--apply with --json needs --yes: there is no one to confirm each change")
-        report = anyio.run(_run, project, classes, stale_days, apply, yes, as_json)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    if apply and as_json and not yes:
+        raise ConfigError("--apply with --json needs --yes: there is no one to confirm each change")
+    report = anyio.run(_run, project, classes, stale_days, apply, yes, as_json)
     if as_json:
         emit_json(report)
     elif apply:

@@ -7,13 +7,12 @@ from pathlib import Path
 import anyio
 import click
 
-from memory_bridge import MemctlError
 from memory_bridge.core import Manifest
 from memory_bridge.core import backup as write_backup
 from memory_bridge.stores import open_stores
 
 from .._options import project_option
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._progress import progress_bars
 from .._project import provisioned_settings
 
@@ -50,10 +49,7 @@ def backup(project: Path | None, output: Path, as_json: bool) -> None:
       memctl backup --output ~/backups/app-$(date +%F).memctl.tar.gz
       memctl backup --project ~/src/app -o app.tar.gz --json
     """
-    try:
-        manifest = anyio.run(_backup, project, output, not as_json)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    manifest = anyio.run(_backup, project, output, not as_json)
     result = {
         "ok": True,
         "output": str(output),

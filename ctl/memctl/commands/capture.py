@@ -11,10 +11,10 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from memory_bridge import ConfigError, MemctlError
+from memory_bridge import ConfigError
 
 from .._options import project_option
-from .._output import EXIT_CODES, console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
 from ..capture import _front
 from ..capture._paths import CaptureDirs
@@ -58,12 +58,6 @@ def _provider(settings: Any) -> Any:
     return provider
 
 
-def _register_exit_codes() -> None:
-    from ..capture._llm import ProviderUnavailable
-
-    EXIT_CODES.setdefault(ProviderUnavailable, 5)  # the LLM could not answer: retryable, like an outage
-
-
 @click.command()
 @project_option
 @click.option(
@@ -87,32 +81,28 @@ def flush(project: Path | None, transcript: Path, session_id: str | None, event:
     second flush of the same transcript sends nothing. A store that cannot be reached
     keeps the document queued; the next capture run delivers it.
 
-    Exit code 0 when done (or nothing new), 2 for bad settings, 5 when the LLM could
-    not answer, 1 when its answer broke the schema (nothing is written then).
+    Exit code 0 when done (or nothing new), 2 for bad settings, 13 when the LLM could
+    not answer, 14 when its answer broke the schema (nothing is written then).
 
     \b
     Example:
       memctl flush --transcript ~/.claude/projects/app/1234.jsonl
       memctl flush --project ~/src/app --transcript session.jsonl --json
     """
-    _register_exit_codes()
     from ..capture._flush import flush as run_flush
 
-    try:
-        settings = provisioned_settings(project)
-        provider = _provider(settings)
-        result = anyio.run(
-            lambda: run_flush(
-                settings,
-                provider,
-                session_id=session_id or transcript.name.removesuffix(".jsonl"),
-                transcript=transcript.absolute(),
-                event=event,
-                lock_wait=settings.capture_timeout_seconds * (settings.capture_retries + 1) + 60,
-            )
+    settings = provisioned_settings(project)
+    provider = _provider(settings)
+    result = anyio.run(
+        lambda: run_flush(
+            settings,
+            provider,
+            session_id=session_id or transcript.name.removesuffix(".jsonl"),
+            transcript=transcript.absolute(),
+            event=event,
+            lock_wait=settings.capture_timeout_seconds * (settings.capture_retries + 1) + 60,
         )
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    )
     report = {"ok": result.outcome != "busy", **result.to_dict()}
     if as_json:
         emit_json(report)
@@ -151,15 +141,11 @@ def compile_(project: Path | None, dry_run: bool, as_json: bool) -> None:
       memctl compile --dry-run
       memctl compile --project ~/src/app --json
     """
-    _register_exit_codes()
     from ..capture._compile import compile_project
 
-    try:
-        settings = provisioned_settings(project)
-        provider = None if dry_run else _provider(settings)
-        report = anyio.run(lambda: compile_project(settings, provider, dry_run=dry_run))
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    settings = provisioned_settings(project)
+    provider = None if dry_run else _provider(settings)
+    report = anyio.run(lambda: compile_project(settings, provider, dry_run=dry_run))
     payload = report.to_dict()
     if as_json:
         emit_json(payload)
@@ -246,10 +232,7 @@ def capture_status(project: Path | None, as_json: bool) -> None:
       memctl capture status
       memctl capture status --project ~/src/app --json
     """
-    try:
-        report = capture_status_report(project)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    report = capture_status_report(project)
     if as_json:
         emit_json(report)
         return

@@ -7,10 +7,10 @@ from pathlib import Path
 import anyio
 import click
 
-from memory_bridge import ConfigError, MemctlError, load_settings, read_token_file, write_atomically
+from memory_bridge import load_settings, read_token_file, write_atomically
 from memory_bridge.stores.dify import onboard
 
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 
 
 @click.group()
@@ -75,28 +75,25 @@ def onboard_command(
       memctl dify onboard --url http://127.0.0.1 --email admin@example.com \\
         --password-file ~/.dify-admin --key-file .memory/dify-key
     """
-    try:
-        settings = load_settings(project=project)
-        if indexing_technique is None and "dify_indexing_technique" in settings.model_fields_set:
-            indexing_technique = settings.dify_indexing_technique
-        password = read_token_file(password_file).get_secret_value()
-        init = read_token_file(init_password_file).get_secret_value() if init_password_file else None
-        existing = read_token_file(key_file).get_secret_value() if key_file.exists() else None
-        report = anyio.run(
-            lambda: onboard(
-                url,
-                email=email,
-                password=password,
-                init_password=init,
-                api_key=existing,
-                slots=settings.slots,
-                technique=indexing_technique,
-            )
+    settings = load_settings(project=project)
+    if indexing_technique is None and "dify_indexing_technique" in settings.model_fields_set:
+        indexing_technique = settings.dify_indexing_technique
+    password = read_token_file(password_file).get_secret_value()
+    init = read_token_file(init_password_file).get_secret_value() if init_password_file else None
+    existing = read_token_file(key_file).get_secret_value() if key_file.exists() else None
+    report = anyio.run(
+        lambda: onboard(
+            url,
+            email=email,
+            password=password,
+            init_password=init,
+            api_key=existing,
+            slots=settings.slots,
+            technique=indexing_technique,
         )
-        if report.key_created:
-            _write_private(key_file, report.api_key)
-    except (MemctlError, ConfigError) as exc:
-        fail(exc, as_json=as_json)
+    )
+    if report.key_created:
+        _write_private(key_file, report.api_key)
     result = {
         "ok": True,
         "setup": report.setup,

@@ -6,11 +6,9 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import MemctlError
-
 from .._clients import ALL_CLIENTS
 from .._inventory import Inventory, Project
-from .._output import fail, json_option
+from .._output import json_option
 from .._project import current_project
 from ._runs import chosen_inventory, registered_project, run_and_report, target_options
 
@@ -63,15 +61,12 @@ def down(
       memctl down --project ~/src/app --purge --yes
       memctl down --all --stack
     """
-    try:
-        target: Inventory | Project | None = chosen_inventory(project, inventory, every)
-        if target is None:
-            directory = current_project(project)
-            codex = str(codex_config.expanduser().absolute()) if codex_config else ""
-            every_client = {"clients": tuple(sorted(ALL_CLIENTS)), "codex_config": codex}
-            target = registered_project(directory).model_copy(update=every_client)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    target: Inventory | Project | None = chosen_inventory(project, inventory, every)
+    if target is None:
+        directory = current_project(project)
+        codex = str(codex_config.expanduser().absolute()) if codex_config else ""
+        every_client = {"clients": tuple(sorted(ALL_CLIENTS)), "codex_config": codex}
+        target = registered_project(directory).model_copy(update=every_client)
     if purge and not check and not yes:
         names = (
             ", ".join(p.workspace for _, p in target.projects)

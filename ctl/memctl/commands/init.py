@@ -9,10 +9,10 @@ from typing import Any
 import click
 from pydantic import SecretStr
 
-from memory_bridge import MemctlError, Settings, load_settings, private_dir, private_file
+from memory_bridge import Settings, load_settings, private_dir, private_file
 from memory_bridge.stores import entry_store_scheme
 
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._registry import add_project, registry_path
 from ._project_options import build_project, project_options
 
@@ -86,22 +86,16 @@ def init(
     """
     workspace = (project or Path.cwd()).expanduser().absolute()
     chosen = {k: v for k, v in (("entry_store", entry_store), ("knowledge_store", knowledge_store)) if v}
-    try:
-        record = build_project(workspace, slug, clients, mode=mode)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    record = build_project(workspace, slug, clients, mode=mode)
     config = workspace / ".memory" / "config.toml"
-    try:
-        if not config.exists():  # a bad URL or value stops here, before anything is written
-            entry_store_scheme(load_settings(project=workspace, **chosen).entry_store)
-        workspace.mkdir(parents=True, exist_ok=True)
-        private_dir(config.parent)
-        written = not config.exists()
-        if written:  # it may come to hold a token or an API key
-            private_file(config).write_text(config_template(chosen), encoding="utf-8")
-        add_project(record)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    if not config.exists():  # a bad URL or value stops here, before anything is written
+        entry_store_scheme(load_settings(project=workspace, **chosen).entry_store)
+    workspace.mkdir(parents=True, exist_ok=True)
+    private_dir(config.parent)
+    written = not config.exists()
+    if written:  # it may come to hold a token or an API key
+        private_file(config).write_text(config_template(chosen), encoding="utf-8")
+    add_project(record)
     result: dict[str, Any] = {
         "ok": True,
         "project": record.model_dump(mode="json"),

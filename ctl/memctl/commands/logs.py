@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from memory_bridge import MemctlError
+from memory_bridge import NotFound
 
 from .._logs import SOURCES, follow, gather
 from .._options import project_option
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._project import current_project
 from ._runs import registered_project
 
@@ -60,19 +60,11 @@ def logs(project: Path | None, sources: tuple[str, ...], lines: int, follow_: bo
       memctl logs --project ~/src/app --source bridge --follow
       memctl logs --lines 200 --json
     """
-    try:
-        directory = current_project(project)
-        chosen = registered_project(directory)
-        found = gather(chosen, sources or SOURCES, lines)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    directory = current_project(project)
+    chosen = registered_project(directory)
+    found = gather(chosen, sources or SOURCES, lines)
     if not found and not follow_:
-        message = f"no logs yet for {directory} (sources: {', '.join(sources or SOURCES)})"
-        if as_json:
-            emit_json({"ok": False, "error": "NotFound", "message": message, "exit_code": 3})
-        else:
-            console.print(message)
-        raise SystemExit(3)
+        raise NotFound(f"no logs yet for {directory} (sources: {', '.join(sources or SOURCES)})")
     with_bridge = any(s["source"] == "bridge" and not s.get("error") for s in found)
     follower = follow(chosen, with_bridge) if follow_ else None
     if as_json and not follow_:

@@ -10,12 +10,12 @@ import anyio
 import click
 from rich.table import Table
 
-from memory_bridge import MemctlError, load_settings
+from memory_bridge import load_settings
 from memory_bridge.core import MigrationStep, migrate, plan_migrations
 
 from .._inventory import Inventory
 from .._options import project_option
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._progress import progress_bars
 from .._project import current_project
 from ._runs import chosen_inventory, run_and_report
@@ -77,17 +77,11 @@ def migrate_command(
       memctl migrate --project ~/src/app --json
       memctl migrate --all --dry-run
     """
-    try:
-        target: Inventory | None = chosen_inventory(project, inventory, every)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    target: Inventory | None = chosen_inventory(project, inventory, every)
     if target is not None:
         run_and_report("memctl migrate", "migrate", target, check=dry_run, show_diff=False, as_json=as_json)
         return
-    try:
-        applied, pending = anyio.run(_run, project, dry_run, not as_json)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    applied, pending = anyio.run(_run, project, dry_run, not as_json)
     result: dict[str, Any] = {
         "ok": dry_run or not pending,
         "dry_run": dry_run,

@@ -8,11 +8,11 @@ import anyio
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from memory_bridge import MemctlError, load_settings, open_entry_store
+from memory_bridge import load_settings, open_entry_store
 from memory_bridge.core import TransferReport, copy_entries
 
 from .._options import project_option
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._project import current_project
 
 
@@ -68,10 +68,7 @@ def migrate_store(
       memctl migrate-store --to valkey://127.0.0.1:6379/0
       memctl migrate-store --from valkey://10.0.0.5:6379/2 --to sqlite --merge
     """
-    try:
-        source, target, report = anyio.run(_migrate, project, source_url, target_url, merge, not as_json)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    source, target, report = anyio.run(_migrate, project, source_url, target_url, merge, not as_json)
     result = {
         "ok": not report.mismatched,
         "from": source,

@@ -11,12 +11,12 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from memory_bridge import MemctlError, NotFound
+from memory_bridge import NotFound
 from memory_bridge.stores import dify_outbox_path
 from memory_bridge.stores.dify import Outbox
 
 from .._options import project_option
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
 
 
@@ -56,10 +56,7 @@ def list_command(project: Path | None, as_json: bool) -> None:
     async def entries(box: Outbox) -> list[dict[str, Any]]:
         return [entry.summary() for entry in await box.entries()]
 
-    try:
-        rows = _run(project, entries)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    rows = _run(project, entries)
     if as_json:
         emit_json({"ok": True, "entries": rows})
         return
@@ -97,10 +94,7 @@ def retry_command(project: Path | None, seqs: tuple[int, ...], as_json: bool) ->
     async def retry(box: Outbox) -> int:
         return await box.retry(list(seqs) if seqs else None)
 
-    try:
-        count = _run(project, retry)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    count = _run(project, retry)
     if as_json:
         emit_json({"ok": True, "retried": count})
     else:
@@ -122,10 +116,7 @@ def drop_command(project: Path | None, seqs: tuple[int, ...], as_json: bool) -> 
     async def drop(box: Outbox) -> int:
         return await box.drop(list(seqs))
 
-    try:
-        count = _run(project, drop)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    count = _run(project, drop)
     if as_json:
         emit_json({"ok": True, "dropped": count})
     else:

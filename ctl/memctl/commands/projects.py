@@ -8,10 +8,8 @@ from typing import Any
 import click
 from rich.table import Table
 
-from memory_bridge import MemctlError
-
 from .._inventory import Inventory
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._registry import add_project, read_registry, registry_path, remove_project
 from ._project_options import build_project, project_options
 
@@ -53,10 +51,7 @@ def list_projects(as_json: bool) -> None:
     Example:
       memctl projects list --json
     """
-    try:
-        records = _records(read_registry())
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    records = _records(read_registry())
     if as_json:
         emit_json({"ok": True, "inventory": str(registry_path()), "projects": records})
         return
@@ -96,11 +91,8 @@ def add(
       memctl projects add ~/src/app --mode stack --bridge-port 3107
     """
     workspace = directory.expanduser().absolute()
-    try:
-        project = build_project(workspace, slug, clients, mode=mode, bridge_port=bridge_port)
-        add_project(project)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    project = build_project(workspace, slug, clients, mode=mode, bridge_port=bridge_port)
+    add_project(project)
     if as_json:
         emit_json({"ok": True, "inventory": str(registry_path()), "project": project.model_dump(mode="json")})
         return
@@ -119,10 +111,7 @@ def remove(slug: str, as_json: bool) -> None:
     Example:
       memctl projects remove app
     """
-    try:
-        removed = remove_project(slug)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    removed = remove_project(slug)
     if as_json:
         emit_json({"ok": True, "removed": removed})
         return

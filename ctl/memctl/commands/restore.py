@@ -10,13 +10,13 @@ import anyio
 import click
 from rich.table import Table
 
-from memory_bridge import ConfigError, MemctlError, Settings, load_settings, pinned_scope, write_scope
+from memory_bridge import ConfigError, Settings, load_settings, pinned_scope, write_scope
 from memory_bridge.core import RestoreMode, RestoreReport
 from memory_bridge.core import restore as run_restore
 from memory_bridge.stores import open_stores
 
 from .._options import project_option
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._progress import progress_bars
 from .._project import current_project
 
@@ -127,7 +127,7 @@ def restore(
     document findable; --scope re-homes the documents under another scope and pins it.
 
     \b
-    Exit codes: 0 restored and verified, 2 unusable archive or options,
+    Exit codes: 0 restored and verified, 2 bad options, 7 unusable archive,
     4 target holds different data (or differs after the restore), 5 a store is down.
 
     \b
@@ -135,17 +135,14 @@ def restore(
       memctl restore --input app.memctl.tar.gz
       memctl restore --project ~/src/app -i app.tar.gz --replace --json
     """
-    try:
-        if merge and replace:
-            raise ConfigError("--merge and --replace exclude each other; choose one")
-        if scope is not None and not scope.strip():
-            raise ConfigError("--scope cannot be empty")
-        mode: RestoreMode = "merge" if merge else "replace" if replace else "refuse"
-        settings = load_settings(project=current_project(project))
-        report = _restore_into(settings, archive, mode, scope, not as_json)
-        warning = _scope_warning(settings, report)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    if merge and replace:
+        raise ConfigError("--merge and --replace exclude each other; choose one")
+    if scope is not None and not scope.strip():
+        raise ConfigError("--scope cannot be empty")
+    mode: RestoreMode = "merge" if merge else "replace" if replace else "refuse"
+    settings = load_settings(project=current_project(project))
+    report = _restore_into(settings, archive, mode, scope, not as_json)
+    warning = _scope_warning(settings, report)
     result: dict[str, Any] = {
         "ok": report.ok,
         "input": str(archive),

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import MemctlError, load_settings, run_bridge
+from memory_bridge import load_settings, run_bridge
 
 from .._options import project_option
-from .._output import fail
 from .._project import provisioned_settings
 
 BRIDGE_TOKEN = "bridge.token"  # written by the provisioning playbook's bridge role
@@ -82,7 +81,5 @@ def serve(
         if use_http and settings.bearer_token() is None and provisioned.is_file():
             settings = settings.model_copy(update={"token_file": provisioned})
         run_bridge(settings, http=use_http)
-    except MemctlError as exc:
-        fail(exc, as_json=False)
     except KeyboardInterrupt:
         pass

@@ -11,14 +11,14 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from memory_bridge import MemctlError, StoreError
+from memory_bridge import ConfigError, StoreError
 from memory_bridge.stores import open_stores
 from memory_bridge.stores.dify import DurableKnowledgeStore
 
 from .._containers import bridge_container
 from .._inventory import Inventory, Project
 from .._options import project_option
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._project import current_project, provisioned_settings
 from .._proof import prove
 from .._stores import embedded_states
@@ -107,7 +107,7 @@ def inventory_status(inventory: Inventory) -> dict[str, Any]:
             continue
         try:
             report = project_status(project)
-        except MemctlError as exc:
+        except (ConfigError, StoreError) as exc:  # this project's; the others are still shown
             report = {"slug": project.slug, "mode": project.mode, "ok": False, "error": str(exc)}
         projects.append({"machine": machine.name, **report})
     checked = [p["ok"] for p in projects if "ok" in p]
@@ -198,14 +198,11 @@ def status(project: Path | None, inventory: Path | None, every: bool, as_json: b
       memctl status --project ~/src/app --json
       memctl status --all
     """
-    try:
-        target = chosen_inventory(project, inventory, every)
-        if target is None:
-            report = project_status(registered_project(current_project(project)))
-        else:
-            report = inventory_status(target)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    target = chosen_inventory(project, inventory, every)
+    if target is None:
+        report = project_status(registered_project(current_project(project)))
+    else:
+        report = inventory_status(target)
     if as_json:
         emit_json(report)
     else:

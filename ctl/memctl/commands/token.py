@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import MemctlError, load_settings, rotate_token
+from memory_bridge import load_settings, rotate_token
 
 from .._options import Duration, project_option
-from .._output import console, emit_json, fail, json_option
+from .._output import console, emit_json, json_option
 from .._project import current_project
 
 DEFAULT_TOKEN_FILE = Path(".memory") / "bridge.token"
@@ -56,12 +56,9 @@ def rotate_command(
       memctl token rotate
       memctl token rotate --project ~/src/app --grace 1h --json
     """
-    try:
-        settings = load_settings(project=current_project(project))
-        path = token_file or settings.token_file or settings.project / DEFAULT_TOKEN_FILE
-        rotation = rotate_token(path, grace)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    settings = load_settings(project=current_project(project))
+    path = token_file or settings.token_file or settings.project / DEFAULT_TOKEN_FILE
+    rotation = rotate_token(path, grace)
     result: dict[str, object] = {
         "ok": True,
         "changed": True,

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import MemctlError, load_settings
+from memory_bridge import load_settings
 from memory_bridge.stores import entry_store_scheme
 
 from .._clients import ALL_CLIENTS
 from .._inventory import Inventory, Project
-from .._output import fail, json_option
+from .._output import json_option
 from .._project import project_to_provision
 from .._provision import project_for
 from ._runs import chosen_inventory, run_and_report, target_options
@@ -73,7 +73,7 @@ def up(
     that memctl provisioned (it holds .memory/), else the top of the git work tree, else
     the current directory.
 
-    Exit codes: 2 bad inventory or settings, 3 nothing to provision, 4 a task failed.
+    Exit codes: 2 bad inventory or settings, 3 nothing to provision, 6 a task failed.
 
     \b
     Example:
@@ -82,15 +82,12 @@ def up(
       memctl up --inventory inventories/local/hosts.yml --check --diff
       memctl up --all           every project of `memctl projects list`
     """
-    try:
-        target: Inventory | Project | None = chosen_inventory(project, inventory, every)
-        if target is None:
-            directory = project_to_provision(project)
-            settings = load_settings(project=directory)  # bad settings stop here, before any change
-            entry_store_scheme(settings.entry_store)
-            codex = str(codex_config.expanduser().absolute()) if codex_config else ""
-            chosen = clients or tuple(sorted(ALL_CLIENTS))
-            target = project_for(directory, mode=mode, clients=chosen, codex_config=codex, hooks=hooks)
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    target: Inventory | Project | None = chosen_inventory(project, inventory, every)
+    if target is None:
+        directory = project_to_provision(project)
+        settings = load_settings(project=directory)  # bad settings stop here, before any change
+        entry_store_scheme(settings.entry_store)
+        codex = str(codex_config.expanduser().absolute()) if codex_config else ""
+        chosen = clients or tuple(sorted(ALL_CLIENTS))
+        target = project_for(directory, mode=mode, clients=chosen, codex_config=codex, hooks=hooks)
     run_and_report("memctl up", "site", target, check=check, show_diff=show_diff, as_json=as_json)

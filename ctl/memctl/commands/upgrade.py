@@ -6,10 +6,8 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import MemctlError
-
 from .._inventory import Inventory, Project
-from .._output import fail, json_option
+from .._output import json_option
 from .._project import current_project
 from ._runs import chosen_inventory, registered_project, run_and_report, target_options
 
@@ -41,7 +39,7 @@ def upgrade(
     With --project, the directory's entry in `memctl projects` gives its mode (embedded
     when it has none).
 
-    Exit codes: 2 bad inventory or settings, 3 nothing to upgrade, 4 a check or task failed.
+    Exit codes: 2 bad inventory or settings, 3 nothing to upgrade, 6 a check or task failed.
 
     \b
     Example:
@@ -49,10 +47,7 @@ def upgrade(
       memctl upgrade --all --json
       memctl upgrade --project ~/src/app
     """
-    try:
-        target: Inventory | Project | None = chosen_inventory(project, inventory, every)
-        if target is None:
-            target = registered_project(current_project(project))
-    except MemctlError as exc:
-        fail(exc, as_json=as_json)
+    target: Inventory | Project | None = chosen_inventory(project, inventory, every)
+    if target is None:
+        target = registered_project(current_project(project))
     run_and_report("memctl upgrade", "upgrade", target, check=check, show_diff=show_diff, as_json=as_json)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..._errors import StoreError, StoreUnavailable
+from ..._errors import MetadataPending, StoreError, StoreUnavailable
 from .._knowledge import (
     DocMetadata,
     Document,
@@ -39,7 +39,6 @@ from .._knowledge import (
 )
 from ..sqlite._db import Database
 from ..sqlite._schema import run_migrations
-from ._store import MetadataPending
 
 __all__ = [
     "MAX_REJECTIONS",

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import anyio
 import httpx
 
-from ..._errors import InvalidInput, NotFound, StoreError
+from ..._errors import InvalidInput, MetadataPending, NotFound, StoreError
 from .._knowledge import (
     METADATA_FIELDS,
     DocMetadata,
@@ -43,7 +43,7 @@ from .._knowledge import (
 )
 from ._client import DifyClient
 
-__all__ = ["DifyKnowledgeStore", "MetadataPending"]
+__all__ = ["DifyKnowledgeStore"]
 
 log = logging.getLogger("memctl.dify")
 
@@ -53,16 +53,6 @@ _WAIT_SECONDS = 30.0
 _SUBSTRING_CANDIDATES = 200
 _CANDIDATES = 50
 _Keying = Literal["ready", "wait", "gone"]
-
-
-class MetadataPending(StoreError):
-    """A save whose text Dify took but whose metadata write failed (replaying it is safe)."""
-
-    def __init__(self, document_id: str, created: bool, cause: StoreError) -> None:
-        super().__init__(f"text saved, metadata pending: {cause}", operation="write metadata")
-        self.document_id = document_id
-        self.created = created
-        self.cause = cause
 
 
 @dataclass

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from ..._errors import EmbedderUnavailable
 from ...search._embed import Embedder, LazyEmbedder
 from .._base import Entry, EntryPage
 from ._db import Database
@@ -60,7 +61,7 @@ class EntrySemantics:
     def query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
         try:
             return self.embedder.embed_query(query), None
-        except RuntimeError as exc:
+        except EmbedderUnavailable as exc:
             return None, f"{exc}: keyword ranking only"
 
     def _vectors(self, conn: sqlite3.Connection) -> VectorIndex:
@@ -146,7 +147,7 @@ class EntrySemantics:
             texts = [f"{title}\n\n{body}" for _, title, body in batch]
             try:
                 vectors = await anyio.to_thread.run_sync(self.embedder.embed_documents, texts)
-            except RuntimeError:
+            except EmbedderUnavailable:
                 return done  # no model: keyword ranking keeps working
             await db.write("upkeep", functools.partial(self._store, batch=batch, vectors=vectors))
             done += len(batch)

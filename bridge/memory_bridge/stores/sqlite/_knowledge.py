@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from ..._errors import InvalidInput
+from ..._errors import EmbedderUnavailable, InvalidInput
 from ...search._chunk import chunk_text
 from ...search._embed import Embedder, LazyEmbedder
 from .._knowledge import (
@@ -385,7 +385,7 @@ class SqliteKnowledgeStore:
             return None, "no embedding model is configured: keyword search only"
         try:
             return self.embedder.embed_query(query), None
-        except RuntimeError as exc:
+        except EmbedderUnavailable as exc:
             return None, f"{exc}: keyword search only"
 
     async def search(
@@ -525,7 +525,7 @@ class SqliteKnowledgeStore:
             return 0
         try:
             return await anyio.to_thread.run_sync(self._vectors.embed_queued, batch)
-        except RuntimeError:  # the model cannot load: keyword search keeps working
+        except EmbedderUnavailable:  # the model cannot load: keyword search keeps working
             return 0
 
     async def count(self) -> int:

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ..._errors import StoreError
+from ..._errors import EmbedderUnavailable, StoreError
 from ...search._embed import Embedder, LazyEmbedder
 from ._db import Database
 
@@ -71,10 +71,10 @@ class KnowledgeVectors:
             try:
                 while not self._closed and self.embed_queued(BATCH):
                     pass
+            except EmbedderUnavailable:  # no model: search says so, keywords keep working
+                return
             except StoreError as exc:  # the next write or search tries again
                 log.warning("embedding knowledge passages failed: %s", exc)
-            except RuntimeError:  # no model: search says so, keywords keep working
-                return
 
     def close(self) -> None:
         """Stop the background thread (after the batch in flight)."""
@@ -120,7 +120,7 @@ class KnowledgeVectors:
     def embed_queued(self, limit: int, where: str = "", params: tuple[Any, ...] = ()) -> int:
         """Embed up to `limit` queued passages (of the documents `where` allows); how many.
 
-        Raises RuntimeError when the model cannot load."""
+        Raises EmbedderUnavailable when the model cannot load."""
         self._requeue_once()
         with self._embedding:
             filtered = f" AND {where}" if where else ""
@@ -163,7 +163,7 @@ class KnowledgeVectors:
         if 0 < waiting <= SEARCH_CATCH_UP:
             try:
                 self.embed_queued(SEARCH_CATCH_UP, where, params)
-            except RuntimeError as exc:  # an embeddings endpoint that failed just now
+            except EmbedderUnavailable as exc:  # an embeddings endpoint that failed just now
                 log.warning("embedding queued passages before a search failed: %s", exc)
             waiting = self.queued(where, params)
         if not waiting:

@@ -32,7 +32,7 @@ from .._base import (
 from .._clock import format_instant
 from .._query import query_terms
 from ._cluster import apply_book, sweep_cluster
-from ._errors import map_valkey_errors
+from ._errors import client_retry, map_valkey_errors
 from ._keys import KeyLayout
 from ._rank import rank
 from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPGRADE, WRITE
@@ -121,8 +121,6 @@ def _connect(target: ValkeyTarget) -> Any:
     it takes about half a second and a stdio bridge must start fast."""
     import valkey.asyncio as valkey_async
     from valkey.asyncio.cluster import ClusterNode, ValkeyCluster
-    from valkey.asyncio.retry import Retry
-    from valkey.backoff import ExponentialBackoff
     from valkey.exceptions import ConnectionError as ValkeyConnectionError
     from valkey.exceptions import TimeoutError as ValkeyTimeoutError
 
@@ -133,7 +131,7 @@ def _connect(target: ValkeyTarget) -> Any:
         "ssl_ca_certs": target.ca_file,
         "socket_timeout": CALL_TIMEOUT_SECONDS * 0.75,
         "socket_connect_timeout": CALL_TIMEOUT_SECONDS * 0.5,
-        "retry": Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=1),
+        "retry": client_retry(),
         "decode_responses": True,
     }
     if target.cluster:

@@ -3,20 +3,58 @@
 Every exception class valkey-py defines maps to the tree, and so do the internal errors its
 cluster client lets out while a node goes away (a `RuntimeError` from a closed transport,
 an `AttributeError` on a connection already dropped): they are outages, not bugs of ours,
-and an unmapped one used to end the bridge from a background sweep.
+and an unmapped one used to end the bridge from a background sweep. Refused credentials or
+permissions (NOAUTH, WRONGPASS, NOPERM) are `AccessDenied`: a wrong password is not an outage.
 """
 
 from __future__ import annotations
 
 import os
 import traceback
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
-from ..._errors import StoreError, StoreUnavailable
+from ..._errors import AccessDenied, StoreError, StoreUnavailable
 
-__all__ = ["map_valkey_errors"]
+__all__ = ["client_retry", "map_valkey_errors"]
+
+_ACCESS_CODES = ("NOAUTH", "WRONGPASS", "NOPERM")
+T = TypeVar("T")
+
+
+class _Refused(Exception):
+    """Carries an AuthenticationError past valkey-py's retry loop."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def client_retry() -> Any:
+    """valkey-py's retry policy for our clients: one quick retry of a dropped connection or a
+    timeout, never of refused credentials. (AuthenticationError is a ConnectionError, so
+    valkey-py retries it, and with the connection's health check a server that wants a
+    password loops until our call's deadline: an outage instead of NOAUTH.)"""
+    from valkey.asyncio.retry import Retry
+    from valkey.backoff import ExponentialBackoff
+    from valkey.exceptions import AuthenticationError
+
+    class NoRetryOnRefusal(Retry):
+        async def call_with_retry(self, do: Callable[[], Awaitable[T]], fail: Callable[[Any], Any]) -> T:
+            async def attempt() -> T:
+                try:
+                    return await do()
+                except AuthenticationError as exc:
+                    raise _Refused(exc) from exc
+
+            try:
+                return await super().call_with_retry(attempt, fail)
+            except _Refused as refused:
+                raise refused.error from None
+
+    return NoRetryOnRefusal(ExponentialBackoff(cap=0.5, base=0.05), retries=1)
 
 
 def _raised_by_client(exc: BaseException) -> bool:
@@ -51,10 +89,16 @@ def map_valkey_errors(operation: str, url: str, timeout: float, *, write: bool =
     unknown = _unknown_outcome(operation, write)
     try:
         yield
-    except vx.AuthenticationError as exc:
-        raise StoreUnavailable(
+    except (vx.AuthenticationError, vx.AuthorizationError, vx.AuthenticationWrongNumberOfArgsError) as exc:
+        raise AccessDenied(
             f"{operation}: Valkey at {url} refused the credentials ({exc}); "
             "check the user and password in the URL",
+            operation=operation,
+        ) from exc
+    except vx.NoPermissionError as exc:
+        raise AccessDenied(
+            f"{operation}: Valkey at {url} does not let this user run the command ({exc}); "
+            "check the user's ACL rules",
             operation=operation,
         ) from exc
     except (vx.TimeoutError, TimeoutError) as exc:  # a socket timeout, or our call's deadline
@@ -78,6 +122,9 @@ def map_valkey_errors(operation: str, url: str, timeout: float, *, write: bool =
     except (vx.ReadOnlyError, vx.OutOfMemoryError) as exc:
         raise StoreUnavailable(f"{unavailable} for writes: {exc}", operation=operation) from exc
     except vx.ResponseError as exc:
+        if str(exc).startswith(_ACCESS_CODES):  # e.g. from inside a script: not mapped by the client
+            denied = f"{operation}: Valkey at {url} refused access: {exc}"
+            raise AccessDenied(denied, operation=operation) from exc
         raise StoreError(
             f"{operation}: Valkey at {url} rejected the command: {exc}", operation=operation
         ) from exc

@@ -9,7 +9,7 @@ import pytest
 import valkey
 from valkey import exceptions as vx
 
-from memory_bridge import StoreError, StoreUnavailable
+from memory_bridge import AccessDenied, StoreError, StoreUnavailable
 from memory_bridge.stores.valkey._errors import map_valkey_errors
 
 URL = "valkey://127.0.0.1:6379/0"
@@ -56,3 +56,19 @@ def test_a_write_that_timed_out_has_an_unknown_outcome(exc: Exception) -> None:
     with pytest.raises(StoreUnavailable) as caught, map_valkey_errors("memory_set", URL, 2.0, write=True):
         raise exc
     assert "unknown" in str(caught.value) and "same operation_id" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        vx.AuthenticationError("invalid username-password pair or user is disabled."),
+        vx.AuthorizationError("not allowed"),
+        vx.NoPermissionError("this user has no permissions to run the 'set' command"),
+        vx.ResponseError("NOPERM this user has no permissions to access one of the keys"),
+    ],
+    ids=lambda exc: type(exc).__name__,
+)
+def test_refused_credentials_are_access_denied_not_an_outage(exc: Exception) -> None:
+    with pytest.raises(AccessDenied) as caught, map_valkey_errors("memory_get", URL, 2.0):
+        raise exc
+    assert not isinstance(caught.value, StoreUnavailable)
