@@ -20,7 +20,7 @@ from ._errors import (
 )
 
 if _typing.TYPE_CHECKING:
-    from ._files import private_dir, private_file
+    from ._files import private_dir, private_file, replacing, write_atomically
     from ._identity import pin_scope, pinned_scope, write_scope
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
@@ -35,6 +35,8 @@ _LAZY = {
     "write_scope": "._identity",
     "private_dir": "._files",
     "private_file": "._files",
+    "replacing": "._files",
+    "write_atomically": "._files",
     "open_state": "._serve",
     "run_bridge": "._serve",
     "serve_http": "._serve",
@@ -78,8 +80,10 @@ __all__ = [
     "pinned_scope",
     "private_dir",
     "private_file",
+    "replacing",
     "run_bridge",
     "serve_http",
     "serve_stdio",
+    "write_atomically",
     "write_scope",
 ]

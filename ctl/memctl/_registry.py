@@ -8,13 +8,12 @@ written atomically, so a bad `projects add` leaves the file as it was.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from memory_bridge import ConfigError, NotFound, private_dir
+from memory_bridge import ConfigError, NotFound, replacing
 
 from ._inventory import Inventory, Project, load_inventory, local_inventory
 
@@ -59,18 +58,11 @@ def _projects(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _write_validated(path: Path, document: dict[str, Any]) -> Inventory | None:
     """Validate the document as an inventory, then replace the file atomically."""
-    private_dir(path.parent)
     text = _HEADER + yaml.safe_dump(document, sort_keys=False)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".yml")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        inventory = load_inventory(Path(temp)) if _projects(document) else None
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return inventory
+    with replacing(path, mode=0o600, suffix=".yml") as handle:
+        handle.write(text.encode("utf-8"))
+        handle.flush()
+        return load_inventory(Path(handle.name)) if _projects(document) else None
 
 
 def read_registry(path: Path | None = None) -> Inventory | None:
