@@ -25,6 +25,7 @@ if _typing.TYPE_CHECKING:
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
     from ._settings import Settings, find_project, load_settings
+    from ._tokens import new_token
     from .stores._base import Entry, EntryStore, EntryWrite
     from .stores._url import open_entry_store
 
@@ -37,6 +38,7 @@ _LAZY = {
     "private_file": "._files",
     "replacing": "._files",
     "write_atomically": "._files",
+    "new_token": "._tokens",
     "open_state": "._serve",
     "run_bridge": "._serve",
     "serve_http": "._serve",
@@ -74,6 +76,7 @@ __all__ = [
     "build_server",
     "find_project",
     "load_settings",
+    "new_token",
     "open_entry_store",
     "open_state",
     "pin_scope",
