@@ -26,6 +26,7 @@ if _typing.TYPE_CHECKING:
     from ._server import build_server
     from ._settings import Settings, find_project, load_settings
     from ._tokens import new_token
+    from .core._knowledge import ATOM_TYPES, AtomType
     from .stores._base import Entry, EntryStore, EntryWrite
     from .stores._url import open_entry_store
 
@@ -39,6 +40,8 @@ _LAZY = {
     "replacing": "._files",
     "write_atomically": "._files",
     "new_token": "._tokens",
+    "ATOM_TYPES": ".core._knowledge",
+    "AtomType": ".core._knowledge",
     "open_state": "._serve",
     "run_bridge": "._serve",
     "serve_http": "._serve",
@@ -60,7 +63,9 @@ def __getattr__(name: str) -> _typing.Any:
 
 
 __all__ = [
+    "ATOM_TYPES",
     "AccessDenied",
+    "AtomType",
     "ConfigError",
     "Conflict",
     "Entry",

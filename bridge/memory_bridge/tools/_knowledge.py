@@ -14,6 +14,7 @@ from .._errors import NotFound, StoreUnavailable
 from ..core import _knowledge as kn
 from ..core._audit import audit_memory
 from ..core._glob import GlobSet
+from ..core._knowledge import AtomType
 from ..core._workspace import (
     DEFAULT_IGNORE,
     DEFAULT_INCLUDE,
@@ -62,16 +63,6 @@ SCAN_SECONDS = 20.0  # a workspace scan gives up after this
 READ_SECONDS = 10.0  # reading one file to absorb gives up after this
 Threshold = Annotated[float, Field(ge=0, le=1, description="Drop records scoring below this (0..1).")]
 AuditClass = Literal["stale-plans", "missing-metadata", "stale-project-lore", "duplicate-error-pattern"]
-AtomType = Literal[
-    "decision",
-    "bug-root-cause",
-    "feedback-rule",
-    "project-lore",
-    "reference",
-    "pattern-gotcha",
-    "self-improvement-lesson",
-    "plan",
-]
 
 
 class SearchFilters(BaseModel):

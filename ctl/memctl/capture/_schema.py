@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memory_bridge import ATOM_TYPES as KNOWLEDGE_ATOM_TYPES
 from memory_bridge import MemctlError
-from memory_bridge.core._knowledge import ATOM_TYPES as KNOWLEDGE_ATOM_TYPES
 
 __all__ = [
     "ATOM_TYPES",
