@@ -1,62 +1,34 @@
 """`memctl status`/`logs` read containers through the Docker SDK, against a real engine.
 
-The image is made here from the host's own `sh` and `sleep` (nothing is pulled or built), so
+The image is the host's own `sh` and `sleep` (`tiny_image`: nothing is pulled or built), so
 this runs in seconds where the stack tests take minutes.
 """
 
 from __future__ import annotations
 
 import gc
-import io
-import shutil
-import subprocess
-import tarfile
 import time
 from collections.abc import Iterator
-from contextlib import closing
-from pathlib import Path
 
 import docker
 import pytest
 
 from memctl._containers import DIFY_VERSION_LABEL, bridge_container, bridge_name, container_logs, follow_logs
 
+from .conftest import TINY_IMAGE
+
 pytestmark = [pytest.mark.docker]
-
-IMAGE = "memctl-test-tiny:sh"
-
-
-def _tiny_rootfs() -> bytes:
-    """A tar of /bin/sh and /bin/sleep with the libraries they load."""
-    programs = [Path(shutil.which(name) or name).resolve() for name in ("sh", "sleep")]
-    files = set(programs)
-    for program in programs:
-        ldd = subprocess.run(["ldd", str(program)], capture_output=True, text=True, check=True).stdout
-        files |= {Path(part) for part in ldd.split() if part.startswith("/")}
-    data = io.BytesIO()
-    with tarfile.open(fileobj=data, mode="w") as tar:
-        for path in sorted(files):
-            tar.add(path.resolve(), arcname=str(path).lstrip("/"))
-        for name, program in zip(("bin/sh", "bin/sleep"), programs, strict=True):
-            tar.add(program, arcname=name)
-    return data.getvalue()
-
-
-@pytest.fixture(scope="module")
-def client(docker_engine: None) -> Iterator[docker.DockerClient]:
-    with closing(docker.from_env()) as client:
-        client.api.import_image_from_data(_tiny_rootfs(), repository=IMAGE.split(":")[0], tag="sh")
-        yield client
 
 
 @pytest.fixture
-def containers(client: docker.DockerClient) -> Iterator[tuple[str, str]]:
+def containers(tiny_image: str) -> Iterator[tuple[str, str]]:
     slug = f"sdk-{time.monotonic_ns()}"
     valkey = f"memctl-test-valkey-{slug}"
+    client = docker.from_env()
     started = [
-        client.containers.run(IMAGE, ["/bin/sleep", "300"], name=valkey, detach=True),
+        client.containers.run(TINY_IMAGE, ["/bin/sleep", "300"], name=valkey, detach=True),
         client.containers.run(
-            IMAGE,
+            TINY_IMAGE,
             [
                 "/bin/sh",
                 "-c",
@@ -73,6 +45,7 @@ def containers(client: docker.DockerClient) -> Iterator[tuple[str, str]]:
     finally:
         for container in started:
             container.remove(force=True)
+        client.close()
 
 
 def test_status_reads_the_bridge_and_its_valkey(containers: tuple[str, str]) -> None:
@@ -80,7 +53,7 @@ def test_status_reads_the_bridge_and_its_valkey(containers: tuple[str, str]) -> 
     report = bridge_container(slug)
     assert report["container"] == bridge_name(slug) and report["status"] == "running"
     assert report["health"] == "running", "no health check: its state stands in"
-    assert report["versions"] == {"bridge": IMAGE, "valkey": IMAGE, "dify": "1.16.0"}
+    assert report["versions"] == {"bridge": TINY_IMAGE, "valkey": TINY_IMAGE, "dify": "1.16.0"}
     assert report["image_id"].startswith("sha256:") and report["started_at"]
     assert bridge_container(f"{slug}-gone") == {
         "container": bridge_name(f"{slug}-gone"),
