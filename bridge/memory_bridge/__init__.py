@@ -32,6 +32,7 @@ _LAZY = {
     "write_scope": "._identity",
     "private_dir": "._files",
     "private_file": "._files",
+    "replacing": "._files",
     "write_atomically": "._files",
     "open_state": "._serve",
     "run_bridge": "._serve",
@@ -41,6 +42,7 @@ _LAZY = {
     "Settings": "._settings",
     "load_settings": "._settings",
     "read_token_file": "._settings",
+    "new_token": "._tokens",
     "rotate_token": "._tokens",
     "Entry": ".stores",
     "EntryStore": ".stores",
@@ -50,12 +52,12 @@ _LAZY = {
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
 if _typing.TYPE_CHECKING:
-    from ._files import private_dir, private_file, write_atomically
+    from ._files import private_dir, private_file, replacing, write_atomically
     from ._identity import pin_scope, pinned_scope, write_scope
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
     from ._settings import Settings, find_project, load_settings, read_token_file
-    from ._tokens import rotate_token
+    from ._tokens import new_token, rotate_token
     from .stores import Entry, EntryStore, EntryWrite, open_entry_store
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
@@ -79,6 +81,7 @@ __all__ = [
     "build_server",
     "find_project",
     "load_settings",
+    "new_token",
     "open_entry_store",
     "open_state",
     "pin_scope",
@@ -86,6 +89,7 @@ __all__ = [
     "private_dir",
     "private_file",
     "read_token_file",
+    "replacing",
     "rotate_token",
     "run_bridge",
     "serve_http",

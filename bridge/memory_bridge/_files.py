@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 __all__ = [
     "MEMORY_DIR",
@@ -18,6 +21,7 @@ __all__ = [
     "PRIVATE_FILE_MODE",
     "private_dir",
     "private_file",
+    "replacing",
     "write_atomically",
 ]
 
@@ -52,11 +56,15 @@ def private_file(path: Path) -> Path:
     return path
 
 
-def write_atomically(path: Path, text: str, *, mode: int | None = None) -> None:
-    """Write `text` to a temporary file beside `path` (mode 0600 from its first byte), fsync
-    it, give it `mode` (default: the mode the file has; for a new one 0600 inside a
-    `.memory/` directory, else 0644), and rename it over `path`. A symlink is followed, so the file it
-    points to is replaced and the link stays.
+@contextmanager
+def replacing(path: Path, *, mode: int | None = None, suffix: str = ".tmp") -> Iterator[IO[bytes]]:
+    """Replace `path` whole with what the block writes to the file it is given.
+
+    The file is a temporary one beside `path` (mode 0600 from its first byte; its `name` is
+    its path, ending in `suffix`). When the block ends it is fsynced, given `mode` (default:
+    the mode the file has; for a new one 0600 inside a `.memory/` directory, else 0644) and
+    renamed over `path`; if the block raises, it is removed and `path` is left as it was.
+    A symlink is followed, so the file it points to is replaced and the link stays.
     """
     real = path.resolve()
     if mode is not None and not mode & 0o077:
@@ -67,14 +75,24 @@ def write_atomically(path: Path, text: str, *, mode: int | None = None) -> None:
         mode = stat.S_IMODE(real.stat().st_mode)
     elif mode is None:  # new: everything memctl keeps in a project's .memory/ is private
         mode = PRIVATE_FILE_MODE if MEMORY_DIR in real.parent.parts else 0o644
-    fd, temp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+    temp: Path | None = None
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
+        with tempfile.NamedTemporaryFile(
+            dir=real.parent, prefix=f".{real.name}.", suffix=suffix, delete=False
+        ) as handle:
+            temp = Path(handle.name)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, mode)
         os.replace(temp, real)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        if temp is not None:
+            temp.unlink(missing_ok=True)
         raise
+
+
+def write_atomically(path: Path, content: str | bytes, *, mode: int | None = None) -> None:
+    """Replace `path` whole with `content` (text as UTF-8), as `replacing` does."""
+    with replacing(path, mode=mode) as handle:
+        handle.write(content.encode("utf-8") if isinstance(content, str) else content)

@@ -13,6 +13,7 @@ import json
 import logging
 import secrets
 import stat
+import string
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ __all__ = [
     "Rotation",
     "StaticTokens",
     "TokenSource",
+    "new_token",
     "previous_path",
     "rotate_token",
     "token_source",
@@ -35,6 +37,13 @@ __all__ = [
 
 log = logging.getLogger("memctl.bridge")
 Clock = Callable[[], float]
+_ALPHABET = string.ascii_letters + string.digits
+_LENGTH = 43  # 43 of 62 symbols: about 256 bits
+
+
+def new_token() -> str:
+    """A new bearer token: 43 random letters and digits, safe in a header, a URL or a shell."""
+    return "".join(secrets.choice(_ALPHABET) for _ in range(_LENGTH))
 
 
 class TokenSource(Protocol):
@@ -155,6 +164,6 @@ def rotate_token(token_file: Path, grace_seconds: float, clock: Clock = time.tim
     _write_private(
         previous_file, json.dumps({"tokens": [{"token": t, "expires_at": until} for t, until in kept]}) + "\n"
     )
-    token = secrets.token_urlsafe(32)
+    token = new_token()
     _write_private(token_file, token + "\n")
     return Rotation(token_file, previous_file, token, old is not None, grace_until, len(kept))

@@ -1,22 +1,28 @@
-"""memctl's containers as `memctl status` and `memctl logs` see them, through the Docker CLI.
+"""memctl's containers as `memctl status` and `memctl logs` see them, through the Docker SDK.
 
-Only what a container's own record says is read: its state, health, image and labels (never
-its environment, apart from the entry store URL that names the Valkey container).
+The client finds the engine as the Docker CLI does (`DOCKER_HOST`, else the current CLI
+context). Only what a container's own record says is read: its state, health, image and
+labels (never its environment, apart from the entry store URL that names the Valkey
+container).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from collections.abc import Iterator
+from contextlib import closing
 from typing import Any
 from urllib.parse import urlsplit
+
+import docker
+from docker.errors import DockerException, NotFound
+from docker.models.containers import Container
+from requests.exceptions import RequestException
 
 __all__ = ["DIFY_VERSION_LABEL", "bridge_container", "bridge_name", "container_logs", "follow_logs"]
 
 DIFY_VERSION_LABEL = "io.memctl.dify-version"
 _TIMEOUT = 20
+_UNREACHABLE = (DockerException, RequestException)  # an engine that is down or does not answer
 
 
 def bridge_name(slug: str) -> str:
@@ -24,18 +30,16 @@ def bridge_name(slug: str) -> str:
     return f"memctl-bridge-{slug}"
 
 
-def _docker() -> str | None:
-    return shutil.which("docker")
+def _client() -> docker.DockerClient:
+    """A client of this machine's Docker engine; raises `DockerException` if none answers."""
+    return docker.from_env(timeout=_TIMEOUT)
 
 
-def _inspect(docker: str, name: str) -> dict[str, Any] | None:
-    result = subprocess.run(
-        [docker, "container", "inspect", name], capture_output=True, text=True, check=False, timeout=_TIMEOUT
-    )
-    if result.returncode != 0:
+def _container(client: docker.DockerClient, name: str) -> Container | None:
+    try:
+        return client.containers.get(name)
+    except NotFound:
         return None
-    items = json.loads(result.stdout)
-    return dict(items[0]) if items else None
 
 
 def _valkey_container(env: list[str]) -> str | None:
@@ -51,31 +55,30 @@ def bridge_container(slug: str) -> dict[str, Any]:
     """A stack project's bridge container: state, health and the versions of the stack it runs on."""
     name = bridge_name(slug)
     report: dict[str, Any] = {"container": name}
-    docker = _docker()
-    if docker is None:
-        return {**report, "health": "unknown", "error": "docker is not installed on this machine"}
     try:
-        container = _inspect(docker, name)
-    except subprocess.TimeoutExpired:
+        with closing(_client()) as client:
+            container = _container(client, name)
+            record = container.attrs if container is not None else None
+            config = (record or {}).get("Config") or {}
+            valkey_name = _valkey_container(config.get("Env") or [])
+            valkey = _container(client, valkey_name) if valkey_name else None
+    except _UNREACHABLE:
         return {**report, "health": "unknown", "error": "the Docker engine did not answer"}
-    if container is None:
+    if record is None:
         return {**report, "health": "missing", "error": f"no container {name}: run memctl up"}
-    state = container.get("State") or {}
-    config = container.get("Config") or {}
+    state = record.get("State") or {}
     labels = config.get("Labels") or {}
     running = "running" if state.get("Running") else "stopped"
     report.update(
         status=state.get("Status", "unknown"),
         health=(state.get("Health") or {}).get("Status") or running,
         image=config.get("Image", ""),
-        image_id=str(container.get("Image", ""))[:19],
+        image_id=str(record.get("Image", ""))[:19],
         started_at=state.get("StartedAt"),
     )
     versions: dict[str, str | None] = {"bridge": report["image"], "valkey": None, "dify": None}
-    valkey_name = _valkey_container(config.get("Env") or [])
-    valkey = _inspect(docker, valkey_name) if valkey_name else None
     if valkey is not None:
-        versions["valkey"] = (valkey.get("Config") or {}).get("Image")
+        versions["valkey"] = (valkey.attrs.get("Config") or {}).get("Image")
     versions["dify"] = labels.get(DIFY_VERSION_LABEL)
     report["versions"] = versions
     return report
@@ -83,38 +86,32 @@ def bridge_container(slug: str) -> dict[str, Any]:
 
 def container_logs(name: str, lines: int) -> list[str] | None:
     """The container's last lines of output (stdout and stderr); None when it does not exist."""
-    docker = _docker()
-    if docker is None:
+    try:
+        with closing(_client()) as client:
+            container = _container(client, name)
+            if container is None:
+                return None
+            output: bytes = container.logs(stdout=True, stderr=True, tail=lines)
+    except _UNREACHABLE:
         return None
-    result = subprocess.run(
-        [docker, "logs", "--tail", str(lines), name],
-        capture_output=True,
-        text=True,
-        errors="replace",
-        check=False,
-        timeout=_TIMEOUT,
-    )
-    if result.returncode != 0:
-        return None
-    return (result.stdout + result.stderr).splitlines()
+    return output.decode("utf-8", errors="replace").splitlines()
 
 
 def follow_logs(name: str) -> Iterator[str]:
     """The container's new output, line by line, until it stops (or the caller stops reading)."""
-    docker = _docker()
-    if docker is None:
-        return
-    process = subprocess.Popen(
-        [docker, "logs", "--follow", "--tail", "0", name],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-    )
-    assert process.stdout is not None
     try:
-        for line in process.stdout:
-            yield line.rstrip("\n")
-    finally:
-        process.terminate()
-        process.wait()
+        client = _client()
+    except _UNREACHABLE:
+        return
+    with closing(client):
+        container = _container(client, name)
+        if container is None:
+            return
+        pending = b""
+        for chunk in container.logs(stdout=True, stderr=True, stream=True, follow=True, tail=0):
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for line in complete:
+                yield line.decode("utf-8", errors="replace")
+        if pending:
+            yield pending.decode("utf-8", errors="replace")

@@ -8,8 +8,9 @@ again on its own output changes nothing:
 - `merge_hooks`: memctl's hooks in a hooks map (`.claude/settings.json`, `.agents/hooks.json`),
   recognised by their ownership signatures (the seed's too, so an upgrade replaces them);
 - `ensure_listed`: a value in a list (`enabledMcpjsonServers`);
-- `merge_toml_table`: one `[a.b]` table block in a TOML file (Codex's `config.toml`), text-level,
-  so the user's comments, order and formatting survive;
+- `merge_toml_table`: one `[a.b]` table block in a TOML file (Codex's `config.toml`), edited
+  through tomlkit's style-preserving document, so the user's comments, order and formatting
+  survive;
 - `merge_marked_block`: a block between two marker lines (`.gitignore`).
 
 A document memctl cannot merge without losing the user's content (a servers map that is a
@@ -19,10 +20,14 @@ list, TOML that does not parse, an unclosed marker block) raises `ConfigError`.
 from __future__ import annotations
 
 import copy
-import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import tomlkit
+from tomlkit import TOMLDocument
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import AoT, Comment, Item, Key, Null, Table, Whitespace
 
 from memory_bridge import ConfigError
 
@@ -137,7 +142,10 @@ def ensure_listed(target: Mapping[str, Any], *, key: str, value: str) -> JSONObj
     return result
 
 
-# TOML, at the level of text.
+# TOML, edited through tomlkit's style-preserving document.
+
+_HEAD, _END = "\x00memctl-table\x00", "\x00memctl-end\x00"
+"""Marks where a table's header and its last key end in a rendering of the document."""
 
 
 def _split_lines(text: str) -> list[str]:
@@ -151,99 +159,86 @@ def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
-def _string_end(line: str, start: int, delimiter: str) -> int:
-    """Index just past the string closing at or after `start`, or -1 if it goes on."""
-    i = start
-    while i < len(line):
-        if delimiter[0] == '"' and line[i] == "\\":
-            i += 2
-        elif line.startswith(delimiter, i):
-            end = i + len(delimiter)
-            while len(delimiter) == 3 and end < len(line) and line[end] == delimiter[0] and end - i < 5:
-                end += 1  # a multi-line string may end with up to two more quotes
-            return end
-        else:
-            i += 1
-    return -1
-
-
-def _scan(line: str, open_string: str | None, depth: int) -> tuple[str | None, int]:
-    """The lexer state after `line`: the multi-line string still open, the bracket depth."""
-    i = 0
-    while i < len(line):
-        if open_string:
-            end = _string_end(line, i, open_string)
-            if end < 0:
-                break
-            i, open_string = end, None
-            continue
-        char = line[i]
-        if char == "#":
-            break
-        quote = line[i : i + 3] if line[i : i + 3] in ('"""', "'''") else char
-        if quote in ('"""', "'''", '"', "'"):
-            open_string = quote
-            i += len(quote)
-            continue
-        depth += (char in "[{") - (char in "]}")
-        i += 1
-    return (open_string if open_string in ('"""', "'''") else None), depth
-
-
-def _header_path(line: str) -> tuple[str, ...] | None:
-    """The key path of a `[table]` header line (`[[array]]` headers give None)."""
-    if line.lstrip().startswith("[["):
-        return None
-    node: Any = tomllib.loads(line.strip())
-    path: list[str] = []
-    while isinstance(node, dict) and len(node) == 1:
-        key, node = next(iter(node.items()))
-        path.append(key)
-    return tuple(path)
-
-
-def _classify(lines: Sequence[str]) -> list[tuple[str, tuple[str, ...] | None]]:
-    """Each line's kind ("header", "content" or "trivia": blank or comment) and header path."""
-    kinds: list[tuple[str, tuple[str, ...] | None]] = []
-    open_string: str | None = None
-    depth = 0
-    for line in lines:
-        stripped = line.strip()
-        if open_string or depth:
-            kinds.append(("content", None))
-        elif stripped.startswith("["):
-            kinds.append(("header", _header_path(line)))
-        else:
-            kinds.append(("trivia" if not stripped or stripped.startswith("#") else "content", None))
-        open_string, depth = _scan(line, open_string, depth)
-    return kinds
-
-
-def _toml_string(value: str) -> str:
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
-
-
-def _toml_value(value: TomlValue) -> str:
-    if isinstance(value, str):
-        return _toml_string(value)
-    return "[" + ", ".join(_toml_string(item) for item in value) + "]"
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_string(key)
-
-
-def _render_table(table: Sequence[str], values: Mapping[str, TomlValue], newline: str) -> list[str]:
-    header = "[" + ".".join(_toml_key(key) for key in table) + "]"
-    return [header + newline] + [f"{_toml_key(k)} = {_toml_value(v)}{newline}" for k, v in values.items()]
-
-
 def _parse_toml(text: str, what: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{what} is not valid TOML ({exc})") from exc
+
+
+def _document(text: str) -> TOMLDocument:
+    """`text` as a tomlkit document (after `_parse_toml` has proved it valid)."""
+    try:
+        return tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ConfigError(f"the file is not valid TOML ({exc})") from exc
+
+
+Body = list[tuple[Key | None, Item]]
+
+
+def _find_table(body: Body, table: tuple[str, ...], prefix: tuple[str, ...] = ()) -> tuple[Body, int] | None:
+    """Where `[table]`'s own header stands: its parent's body and its index there.
+
+    Tables named only through dotted keys, inline tables and super tables (`[a]` implied by
+    `[a.b]`) have no header of their own and are not found.
+    """
+    for index, (key, item) in enumerate(body):
+        if not isinstance(item, Table) or key is None or key.is_dotted():
+            continue
+        path = (*prefix, key.key)
+        if path == table and not item.is_super_table():
+            return body, index
+        if path == table[: len(path)]:
+            found = _find_table(item.value.body, table, path)
+            if found is not None:
+                return found
+    return None
+
+
+def _is_assignment(key: Key | None, item: Item) -> bool:
+    """Whether a table's body item is one of its own keys (not trivia, not a sub-table)."""
+    if isinstance(item, (Whitespace, Comment, Null)):
+        return False
+    return not (isinstance(item, (Table, AoT)) and key is not None and not key.is_dotted())
+
+
+def _last_leaf(item: Item) -> Item:
+    """The item whose trail ends `item`'s text (the last key of a dotted-key table)."""
+    while isinstance(item, Table):
+        item = [value for key, value in item.value.body if _is_assignment(key, value)][-1]
+    return item
+
+
+def _around_table(text: str, table: tuple[str, ...]) -> tuple[str, str] | None:
+    """The text before and after `[table]`'s header and keys, or None if it has no header.
+
+    What follows its last key (comments, blank lines, sub-tables) is left to the text after.
+    The document is rendered with markers at the header and at the end of the last key.
+    """
+    document = _document(text)
+    found = _find_table(document.body, table)
+    if found is None:
+        return None
+    parent, index = found
+    item = parent[index][1]
+    assert isinstance(item, Table)
+    keys = [value for key, value in item.value.body if _is_assignment(key, value)]
+    item.display_name = _HEAD
+    end = _last_leaf(keys[-1]) if keys else item
+    trail = end.trivia.trail
+    end.trivia.trail = _END + trail
+    rendered = document.as_string()
+    indent = item.trivia.indent
+    head = rendered[: rendered.index("[" + _HEAD) - (len(indent) - indent.rfind("\n") - 1)]
+    return head, rendered[rendered.index(_END) + len(_END) + len(trail) :]
+
+
+def _render_table(table: Sequence[str], values: Mapping[str, TomlValue], newline: str) -> str:
+    nested: dict[str, Any] = dict(values)
+    for key in reversed(table):
+        nested = {key: nested}
+    return tomlkit.dumps(nested).replace("\n", newline)
 
 
 def _without_table(document: Mapping[str, Any], table: Sequence[str]) -> dict[str, Any]:
@@ -262,38 +257,24 @@ def _without_table(document: Mapping[str, Any], table: Sequence[str]) -> dict[st
     return result
 
 
-def _table_span(lines: Sequence[str], table: tuple[str, ...]) -> tuple[int, int] | None:
-    """Lines `[start, end)` of `table`'s header and body, trailing blanks and comments excluded."""
-    kinds = _classify(lines)
-    starts = [i for i, (kind, path) in enumerate(kinds) if kind == "header" and path == table]
-    if not starts:
-        return None
-    start = starts[0]
-    following = (i for i in range(start + 1, len(lines)) if kinds[i][0] == "header")
-    stop = next(following, len(lines))
-    end = max(i for i in range(start, stop) if kinds[i][0] != "trivia") + 1
-    return start, end
-
-
 def merge_toml_table(text: str, table: Sequence[str], values: Mapping[str, TomlValue]) -> str:
-    """TOML `text` with the `[table]` block holding exactly `values`; every other line as it was.
+    """TOML `text` with the `[table]` block holding exactly `values`; everything else as it was.
 
-    An existing block (header to its last key, comments after it excluded) is replaced
-    in place; otherwise the block is appended. The result is parsed to prove it is valid
-    TOML and that nothing but `table` changed.
+    An existing block (header to its last key; the comments and sub-tables after it stay)
+    is replaced in place; otherwise the block is appended. The result is parsed to prove
+    it is valid TOML and that nothing but `table` changed.
     """
     table = tuple(table)
     before = _parse_toml(text, "the file")
     newline = _newline(text)
-    lines = _split_lines(text)
     block = _render_table(table, values, newline)
-    span = _table_span(lines, table)
-    if span is not None:
-        merged = "".join([*lines[: span[0]], *block, *lines[span[1] :]])
+    around = _around_table(text, table)
+    if around is not None:
+        merged = around[0] + block + around[1]
     else:
         head = text if not text or text.endswith("\n") else text + newline
         separator = newline if head.strip() and not head.endswith(newline * 2) else ""
-        merged = head + separator + "".join(block)
+        merged = head + separator + block
     after = _parse_toml(merged, "the merged file (is the table also defined inline or by dotted keys?)")
     node: Any = after
     for key in table:
@@ -389,17 +370,17 @@ def remove_hooks(
 
 
 def remove_toml_table(text: str, table: Sequence[str]) -> str:
-    """TOML `text` without the `[table]` block; every other line as it was."""
+    """TOML `text` without the `[table]` block; everything else as it was."""
     table = tuple(table)
     before = _parse_toml(text, "the file")
-    lines = _split_lines(text)
-    span = _table_span(lines, table)
-    if span is None:
+    around = _around_table(text, table)
+    if around is None:
         return text
-    start, end = span
-    if start > 0 and not lines[start - 1].strip() and (end == len(lines) or not lines[end].strip()):
-        start -= 1  # the blank line that separated the block
-    removed = "".join([*lines[:start], *lines[end:]])
+    head, tail = around
+    newline = _newline(text)
+    if head.endswith(newline * 2) and (not tail or tail.startswith(newline)):
+        head = head[: -len(newline)]  # the blank line that separated the block
+    removed = head + tail
     if _parse_toml(removed, "the result") != _without_table(before, table):
         raise ConfigError(f"removing [{'.'.join(table)}] would change more than that table")
     return removed
@@ -417,30 +398,29 @@ def remove_marked_block(text: str, *, start: str, end: str) -> str:
 
 
 def merge_toml_key(text: str, key: str, value: TomlValue) -> str:
-    """TOML `text` with top-level `key` set to `value`; every other line as it was.
+    """TOML `text` with top-level `key` set to `value`; everything else as it was.
 
-    An existing top-level assignment is replaced where it stands; otherwise the key goes
-    after the leading comments, before the first table. The result is parsed to prove
-    that nothing but `key` changed.
+    An existing top-level assignment gets the new value where it stands (its comment
+    stays); otherwise the key goes after the leading comments, before the first table.
+    The result is parsed to prove that nothing but `key` changed.
     """
     before = _parse_toml(text, "the file")
-    newline = _newline(text)
-    lines = _split_lines(text)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += newline
-    kinds = _classify(lines)
-    first_table = next((i for i, (kind, _) in enumerate(kinds) if kind == "header"), len(lines))
-    assignment = f"{_toml_key(key)} = {_toml_value(value)}{newline}"
-    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
-    found = [i for i in range(first_table) if kinds[i][0] != "trivia" and pattern.match(lines[i])]
-    if found:
-        lines[found[0]] = assignment
+    document = _document(text)
+    if key in document:
+        if isinstance(document[key], (Table, AoT)):
+            raise ConfigError(f"{key} is a table in the file, not a value memctl can set")
+        document[key] = value
+        merged = document.as_string()
     else:
+        newline = _newline(text)
+        lines = _split_lines(text)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += newline
         at = 0
-        while at < first_table and kinds[at][0] == "trivia" and lines[at].strip():
+        while at < len(lines) and lines[at].lstrip().startswith("#"):
             at += 1
-        lines.insert(at, assignment)
-    merged = "".join(lines)
+        lines.insert(at, tomlkit.dumps({key: value}).replace("\n", newline))
+        merged = "".join(lines)
     after = _parse_toml(merged, "the merged file (is the key also set by a dotted key or a table?)")
     rest_before = {k: v for k, v in before.items() if k != key}
     if after.get(key) != value or {k: v for k, v in after.items() if k != key} != rest_before:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
+import json
 from pathlib import Path
 
 import pytest
 
-from ansible_collections.memctl.stack.plugins.modules.docker_container import create_args
+from ansible_collections.memctl.stack.plugins.modules.docker_container import SpecError, create_kwargs
 from ansible_collections.memctl.stack.plugins.modules.docker_image import (
     context_sources,
     included_files,
@@ -60,30 +60,40 @@ def test_the_hash_follows_contents_modes_args_and_extra_files(
     assert _hash(context, extra={"bridge/build-ca.pem": str(ca)}) != _hash(context)
 
 
-def test_a_container_spec_becomes_docker_run_arguments() -> None:
+def test_a_container_spec_becomes_docker_sdk_arguments() -> None:
     spec = {
         "image": "memctl-bridge:local",
         "command": ["--log-level", "INFO"],
         "env": {"MEMCTL_PROJECT": "/w"},
         "mounts": ["/w:/w:ro"],
-        "published": ["127.0.0.1:3107:3106"],
+        "published": ["127.0.0.1:3107:3106", "[::1]:3107:3106/udp"],
         "networks": ["memctl", "other"],
         "user": "1000:1000",
         "restart": "unless-stopped",
         "healthcheck": None,
     }
-    args = create_args(spec, "memctl-bridge-app", "abc")
-    assert args[:6] == ["run", "--detach", "--name", "memctl-bridge-app", "--restart", "unless-stopped"]
-    assert args[-3:] == ["memctl-bridge:local", "--log-level", "INFO"]
-    pairs = list(itertools.pairwise(args))
-    for pair in [
-        ("--env", "MEMCTL_PROJECT=/w"),
-        ("--volume", "/w:/w:ro"),
-        ("--publish", "127.0.0.1:3107:3106"),
-        ("--network", "memctl"),
-        ("--user", "1000:1000"),
-        ("--label", "io.memctl.spec-hash=abc"),
-    ]:
-        assert pair in pairs
-    assert "other" not in args  # further networks are connected after creation
-    assert "--health-cmd" not in args
+    kwargs = create_kwargs(spec, "memctl-bridge-app", "abc")
+    assert kwargs == {
+        "image": "memctl-bridge:local",
+        "command": ["--log-level", "INFO"],
+        "name": "memctl-bridge-app",
+        "detach": True,
+        "restart_policy": {"Name": "unless-stopped"},
+        "labels": {"io.memctl.spec-hash": "abc", "io.memctl.spec": json.dumps(spec, sort_keys=True)},
+        "environment": {"MEMCTL_PROJECT": "/w"},
+        "volumes": ["/w:/w:ro"],
+        "ports": {"3106/tcp": ("127.0.0.1", 3107), "3106/udp": ("::1", 3107)},
+        "network": "memctl",  # further networks are connected after creation
+        "user": "1000:1000",
+    }
+    checked = create_kwargs({**spec, "healthcheck": "true", "restart": "on-failure:3"}, "c", "abc")
+    assert checked["healthcheck"] == {"test": ["CMD-SHELL", "true"], "interval": 5e9, "start_period": 30e9}
+    assert checked["restart_policy"] == {"Name": "on-failure", "MaximumRetryCount": 3}
+
+
+@pytest.mark.parametrize("published", ["3107:3106", "127.0.0.1:x:3106", "3106"])
+def test_a_published_port_of_another_form_is_refused(published: str) -> None:
+    spec = {"image": "i", "command": [], "env": {}, "mounts": [], "published": [published]}
+    spec |= {"networks": [], "user": None, "restart": "no", "healthcheck": None}
+    with pytest.raises(SpecError, match="HOST_IP:HOST_PORT:CONTAINER_PORT"):
+        create_kwargs(spec, "c", "abc")

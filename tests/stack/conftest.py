@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import docker
 import pytest
 import uvicorn
 import yaml
@@ -26,6 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 BASE_IMAGE = "memctl-base:bookworm"
 VALKEY_IMAGE = "memctl-test-valkey:8.1"
+TINY_IMAGE = "memctl-test-tiny:sh"
 # Containers, network and volume are named per test run, so that two runs on one engine
 # (two checkouts, CI beside a developer) never remove each other's stack.
 RUN = f"{os.getpid()}"
@@ -51,6 +57,46 @@ def docker_engine() -> None:
         reason = f"no Docker engine can start here: {result.stderr.strip()}"
         print(reason, file=sys.stderr)
         pytest.skip(reason)
+
+
+def _tiny_rootfs() -> bytes:
+    """A tar of the host's /bin/sh and /bin/sleep with the libraries they load."""
+    programs = [Path(shutil.which(name) or name).resolve() for name in ("sh", "sleep")]
+    files = set(programs)
+    for program in programs:
+        ldd = subprocess.run(["ldd", str(program)], capture_output=True, text=True, check=True).stdout
+        files |= {Path(part) for part in ldd.split() if part.startswith("/")}
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        for path in sorted(files):
+            tar.add(path.resolve(), arcname=str(path).lstrip("/"))
+        for name, program in zip(("bin/sh", "bin/sleep"), programs, strict=True):
+            tar.add(program, arcname=name)
+    return data.getvalue()
+
+
+@pytest.fixture(scope="session")
+def tiny_image(docker_engine: None) -> str:
+    """An image of the host's `sh` and `sleep`, imported in a second (nothing pulled or built)."""
+    repository, tag = TINY_IMAGE.split(":")
+    with closing(docker.from_env()) as client:
+        client.api.import_image_from_data(_tiny_rootfs(), repository=repository, tag=tag)
+    return TINY_IMAGE
+
+
+class FakeModule:
+    """What memctl's Docker modules use of an AnsibleModule, to run them in the test process."""
+
+    def __init__(self, check_mode: bool = False, **params: Any) -> None:
+        self.params = params
+        self.check_mode = check_mode
+
+    def fail_json(self, **result: Any) -> None:
+        raise ModuleFailed(result["msg"])
+
+
+class ModuleFailed(Exception):
+    pass
 
 
 @pytest.fixture(scope="session")

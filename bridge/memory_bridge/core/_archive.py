@@ -14,19 +14,18 @@ import gzip
 import hashlib
 import io
 import json
-import os
 import tarfile
 import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
 from .._errors import InvalidInput
-from .._files import private_dir
+from .._files import replacing
 from ..stores._base import EntryRecord
 from ..stores._knowledge import DocMetadata
 
@@ -177,15 +176,13 @@ class ArchiveWriter:
             files={ENTRIES: self.entries.summary(), KNOWLEDGE: self.knowledge.summary()},
             slots=self.slots,
         )
-        try:
-            private_dir(self.output.parent)
-            descriptor, partial = tempfile.mkstemp(prefix=f".{self.output.name}.", dir=self.output.parent)
-        except OSError as exc:
-            self._dir.cleanup()
-            raise InvalidInput("output", f"{self.output}: cannot write there ({exc.strerror})") from exc
-        try:
+        with ExitStack() as stack:
+            stack.callback(self._dir.cleanup)
+            try:
+                raw = stack.enter_context(replacing(self.output, mode=0o600))
+            except OSError as exc:
+                raise InvalidInput("output", f"{self.output}: cannot write there ({exc.strerror})") from exc
             with (
-                os.fdopen(descriptor, "wb") as raw,
                 gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, mtime=0) as packed,
                 tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar,
             ):
@@ -195,13 +192,6 @@ class ArchiveWriter:
                 tar.addfile(info, io.BytesIO(data))
                 for counter in (self.entries, self.knowledge):
                     tar.add(counter.path, arcname=counter.path.name, filter=_private)
-            os.chmod(partial, 0o600)
-            os.replace(partial, self.output)
-        except BaseException:
-            Path(partial).unlink(missing_ok=True)
-            raise
-        finally:
-            self._dir.cleanup()
         return manifest
 
     def discard(self) -> None:

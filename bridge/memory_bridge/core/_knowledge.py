@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .._errors import InvalidInput, NotFound, StoreError
 from ..stores._clock import now_instant
@@ -22,6 +22,7 @@ from ._redact import redact
 
 __all__ = [
     "ATOM_TYPES",
+    "AtomType",
     "KnowledgeContext",
     "create_dataset",
     "lesson_name",
@@ -38,7 +39,7 @@ __all__ = [
     "write_memory",
 ]
 
-ATOM_TYPES = (
+AtomType = Literal[
     "decision",
     "bug-root-cause",
     "feedback-rule",
@@ -47,7 +48,9 @@ ATOM_TYPES = (
     "pattern-gotcha",
     "self-improvement-lesson",
     "plan",
-)
+]
+"""The kinds of knowledge atom: the one vocabulary of the tools, the stores' metadata and capture."""
+ATOM_TYPES: tuple[AtomType, ...] = get_args(AtomType)
 LESSON_TYPE = "self-improvement-lesson"
 LESSON_SLOT = "self_improvement"
 _LADDER_DROPS = ("error_pattern", "language", "task_type")

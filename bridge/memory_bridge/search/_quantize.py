@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import tempfile
 from pathlib import Path
 
-from .._files import private_dir
+from .._files import PRIVATE_FILE_MODE, private_dir, write_atomically
 
 __all__ = ["int8_model"]
 
@@ -62,19 +61,10 @@ def _quantize(source: Path, work: Path) -> bytes:
 
 
 def _store(cache_dir: Path, model: Path, data: bytes) -> None:
-    """Write the model and then its digest, each through a temporary file and a rename."""
+    """Write the model and then its digest, each replaced whole."""
     private_dir(cache_dir)
     for path, content in ((model, data), (model.with_suffix(".sha256"), _sha256(data).encode())):
-        fd, temporary = tempfile.mkstemp(dir=cache_dir, prefix=".tmp-", suffix=path.suffix)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(content)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_atomically(path, content, mode=PRIVATE_FILE_MODE)
 
 
 def int8_model(source: Path, cache_dir: Path) -> bytes:

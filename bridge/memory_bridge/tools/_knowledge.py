@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core import _absorb, _audit
 from ..core import _knowledge as kn
+from ..core._knowledge import AtomType
 from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
 from ._results import (
     AbsorbResult,
@@ -47,16 +48,6 @@ Glob = Annotated[str, Field(max_length=500)]
 Globs = Annotated[list[Glob], Field(max_length=200)]
 Threshold = Annotated[float, Field(ge=0, le=1, description="Drop records scoring below this (0..1).")]
 AuditClass = Literal["stale-plans", "missing-metadata", "stale-project-lore", "duplicate-error-pattern"]
-AtomType = Literal[
-    "decision",
-    "bug-root-cause",
-    "feedback-rule",
-    "project-lore",
-    "reference",
-    "pattern-gotcha",
-    "self-improvement-lesson",
-    "plan",
-]
 
 
 class SearchFilters(BaseModel):

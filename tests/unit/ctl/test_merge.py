@@ -528,7 +528,7 @@ def test_listed_value_is_taken_out_and_only_it(listed: list[str]) -> None:
 )
 def test_toml_table_merged_then_removed_gives_the_text_back(text: str) -> None:
     merged = merge_toml_table(text, TABLE, ENTRY)
-    assert tomllib.loads(remove_toml_table(merged, TABLE)) == tomllib.loads(text)
+    assert remove_toml_table(merged, TABLE) == text
     assert remove_toml_table(text, TABLE) == text
 
 
@@ -557,6 +557,12 @@ def test_a_missing_key_goes_after_the_leading_comments_before_any_table() -> Non
     assert merge_toml_key("", "entry_store", "sqlite") == 'entry_store = "sqlite"\n'
 
 
-def test_a_key_that_cannot_be_set_alone_is_refused() -> None:
-    with pytest.raises(ConfigError):
-        merge_toml_key('entry_store = [\n  "a",\n]\n', "entry_store", "sqlite")
+def test_a_value_over_several_lines_is_replaced_and_its_comment_kept() -> None:
+    text = '# mine\nentry_store = [\n  "a",\n]  # was a list\n[table]\nx = 1\n'
+    merged = merge_toml_key(text, "entry_store", "sqlite")
+    assert merged == '# mine\nentry_store = "sqlite"  # was a list\n[table]\nx = 1\n'
+
+
+def test_a_key_that_is_a_table_is_refused() -> None:
+    with pytest.raises(ConfigError, match="is a table"):
+        merge_toml_key("[entry_store]\nx = 1\n", "entry_store", "sqlite")

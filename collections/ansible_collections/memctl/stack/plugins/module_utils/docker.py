@@ -1,4 +1,5 @@
-"""The Docker CLI as memctl's modules use it: inspect as JSON, run, fail clearly."""
+"""The Docker engine as memctl's modules reach it: the SDK where it serves, the CLI where a
+module needs what only the CLI does (see docs/provisioning.md); failures fail the task."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["DockerCLI", "fingerprint"]
+__all__ = ["DockerCLI", "docker_client", "fingerprint"]
 
 HASH_LABEL = "io.memctl.spec-hash"
 
@@ -43,3 +44,21 @@ class DockerCLI:
             self.module.fail_json(msg=f"docker {kind} inspect {name} failed: {err.strip()}", rc=rc)
         items = json.loads(out)
         return dict(items[0]) if items else None
+
+
+def docker_client(module: Any) -> Any:
+    """A Docker SDK client of this machine's engine (found as the CLI finds it: DOCKER_HOST,
+    else the current context); fails the task saying how to fix it when there is none."""
+    try:
+        import docker
+    except ImportError as exc:
+        module.fail_json(
+            msg=f"the Docker SDK for Python is missing ({exc}): install memctl on this host, "
+            "or set ansible_python_interpreter to the Python that has it"
+        )
+        raise
+    try:
+        return docker.from_env()
+    except docker.errors.DockerException as exc:
+        module.fail_json(msg=f"no Docker engine answers ({exc}): run the memctl.docker role first")
+        raise

@@ -32,36 +32,17 @@ created:
 """
 
 import os
-import secrets
 import stat
-import string
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-_ALPHABET = string.ascii_letters + string.digits
-_LENGTH = 43
+from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_memctl
 
 
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
-
-
-def _write_token(path: Path) -> None:
-    token = "".join(secrets.choice(_ALPHABET) for _ in range(_LENGTH))
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(token + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, 0o600)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def ensure_token(path: Path, check: bool) -> dict[str, Any]:
@@ -77,7 +58,9 @@ def ensure_token(path: Path, check: bool) -> dict[str, Any]:
         if fixes["directory"]:
             os.chmod(directory, 0o700)
         if fixes["created"]:
-            _write_token(path)
+            from memory_bridge import new_token, write_atomically
+
+            write_atomically(path, new_token() + "\n", mode=0o600)
         elif fixes["mode"]:
             os.chmod(path, 0o600)
     return {"changed": any(fixes.values()), "created": fixes["created"]}
@@ -87,6 +70,7 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec={"path": {"type": "path", "required": True}}, supports_check_mode=True
     )
+    import_memctl(module, "memory_bridge")  # the token and its writing are the bridge's own
     module.exit_json(**ensure_token(Path(module.params["path"]), module.check_mode))
 
 

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import closing, suppress
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.memctl.stack.plugins.module_utils.docker import HASH_LABEL, DockerCLI, fingerprint
+from ansible_collections.memctl.stack.plugins.module_utils.docker import (
+    HASH_LABEL,
+    docker_client,
+    fingerprint,
+)
 
 DOCUMENTATION = r"""
 module: docker_container
 short_description: Run a Docker container as specified, recreating it only when the spec changed
 description:
   - Keeps container I(name) running from I(image) with the given command, environment, mounts,
-    published ports, networks and user, through the Docker CLI.
+    published ports, networks and user, through the Docker SDK.
   - The spec (and the ID of the image it runs) is stored in labels on the container. A container
     whose spec and image match is left alone (started if it was stopped); one that differs is
     stopped (so its server shuts down cleanly), removed and created again. A re-run therefore
@@ -119,62 +124,122 @@ _STOP_SECONDS = 30
 _SPEC_KEYS = ("image", "command", "env", "mounts", "published", "networks", "user", "restart", "healthcheck")
 
 
-def create_args(spec: dict[str, Any], name: str, fp: str) -> list[str]:
-    """The `docker run` arguments for a spec."""
-    args = ["run", "--detach", "--name", name, "--restart", spec["restart"]]
-    args += ["--label", f"{HASH_LABEL}={fp}", "--label", f"{SPEC_LABEL}={json.dumps(spec, sort_keys=True)}"]
-    for key, value in sorted(spec.get("labels", {}).items()):
-        args += ["--label", f"{key}={value}"]
-    for key, value in sorted(spec["env"].items()):
-        args += ["--env", f"{key}={value}"]
-    for mount in spec["mounts"]:
-        args += ["--volume", mount]
-    for port in spec["published"]:
-        args += ["--publish", port]
+_SECOND = 1_000_000_000  # the engine counts health-check times in nanoseconds
+
+
+class SpecError(ValueError):
+    """A spec value that does not have the documented form."""
+
+
+def _ports(published: list[str]) -> dict[str, tuple[str, int]]:
+    """`HOST_IP:HOST_PORT:CONTAINER_PORT[/PROTOCOL]` entries as the engine's port bindings."""
+    ports: dict[str, tuple[str, int]] = {}
+    for entry in published:
+        host, _, rest = entry.rpartition(":")
+        host_ip, _, host_port = host.rpartition(":")
+        container_port, _, protocol = rest.partition("/")
+        if not (host_ip and host_port.isdigit() and container_port.isdigit()):
+            raise SpecError(f"published: {entry!r} is not HOST_IP:HOST_PORT:CONTAINER_PORT")
+        ports[f"{container_port}/{protocol or 'tcp'}"] = (host_ip.strip("[]"), int(host_port))
+    return ports
+
+
+def _restart(policy: str) -> dict[str, Any]:
+    """`no`, `always`, `unless-stopped` or `on-failure[:N]` as the engine's restart policy."""
+    name, _, retries = policy.partition(":")
+    return {"Name": name, "MaximumRetryCount": int(retries)} if retries else {"Name": name}
+
+
+def create_kwargs(spec: dict[str, Any], name: str, fp: str) -> dict[str, Any]:
+    """The Docker SDK's `containers.run` arguments for a spec (detached, as `docker run -d`)."""
+    labels = {HASH_LABEL: fp, SPEC_LABEL: json.dumps(spec, sort_keys=True)}
+    labels.update(sorted(spec.get("labels", {}).items()))
+    kwargs: dict[str, Any] = {
+        "image": spec["image"],
+        "command": spec["command"] or None,
+        "name": name,
+        "detach": True,
+        "restart_policy": _restart(spec["restart"]),
+        "labels": labels,
+        "environment": dict(sorted(spec["env"].items())),
+        "volumes": list(spec["mounts"]),
+        "ports": _ports(spec["published"]),
+    }
     if spec["networks"]:
-        args += ["--network", spec["networks"][0]]
+        kwargs["network"] = spec["networks"][0]
     if spec["user"]:
-        args += ["--user", spec["user"]]
+        kwargs["user"] = spec["user"]
     if spec["healthcheck"]:
-        args += [
-            "--health-cmd",
-            spec["healthcheck"],
-            "--health-interval",
-            "5s",
-            "--health-start-period",
-            "30s",
-        ]
-    return [*args, spec["image"], *spec["command"]]
+        kwargs["healthcheck"] = {
+            "test": ["CMD-SHELL", spec["healthcheck"]],
+            "interval": 5 * _SECOND,
+            "start_period": 30 * _SECOND,
+        }
+    return kwargs
 
 
-def wait_ready(docker: DockerCLI, name: str, seconds: int) -> None:
+def _get(client: Any, name: str) -> Any:
+    """The container or image `name` (with its inspect record in `.attrs`), or None."""
+    from docker.errors import NotFound
+
+    try:
+        return client.get(name)
+    except NotFound:
+        return None
+
+
+def wait_ready(module: AnsibleModule, container: Any, seconds: int) -> None:
     """Wait until the container is healthy (or running, if it has no health check)."""
     deadline = time.monotonic() + seconds
     while True:
-        state = (docker.inspect("container", name) or {}).get("State") or {}
+        container.reload()
+        state = container.attrs.get("State") or {}
         health = (state.get("Health") or {}).get("Status")
         if state.get("Running") and health in (None, "healthy"):
             return
         if not state.get("Running") and state.get("Status") in ("exited", "dead"):
-            _, logs, errors = docker.run("logs", "--tail", "20", name, check=False)
-            docker.module.fail_json(msg=f"container {name} exited:\n{(logs + errors).strip()}")
+            logs = container.logs(stdout=True, stderr=True, tail=20).decode("utf-8", errors="replace")
+            module.fail_json(msg=f"container {container.name} exited:\n{logs.strip()}")
         if time.monotonic() > deadline:
-            docker.module.fail_json(msg=f"container {name} is not ready after {seconds} s (health: {health})")
+            module.fail_json(
+                msg=f"container {container.name} is not ready after {seconds} s (health: {health})"
+            )
         time.sleep(1)
+
+
+def _remove(container: Any) -> None:
+    """Stop the container first, so its server shuts down cleanly (Valkey syncs its AOF); remove it."""
+    from docker.errors import APIError
+
+    with suppress(APIError):  # already stopped or on its way out: the removal below decides
+        container.stop(timeout=_STOP_SECONDS)
+    container.remove(force=True)
 
 
 def run(module: AnsibleModule) -> dict[str, Any]:
     """Bring the container to the requested state (or say what that would take)."""
+    from docker.errors import APIError
+
+    try:
+        with closing(docker_client(module)) as client:
+            return _converge(module, client)
+    except APIError as exc:
+        module.fail_json(msg=f"docker: {exc.explanation or exc}")
+        raise
+    except SpecError as exc:
+        module.fail_json(msg=str(exc))
+        raise
+
+
+def _converge(module: AnsibleModule, client: Any) -> dict[str, Any]:
     params = module.params
-    docker = DockerCLI(module)
     name = params["name"]
-    existing = docker.inspect("container", name)
-    labels = ((existing or {}).get("Config") or {}).get("Labels") or {}
+    existing = _get(client.containers, name)
+    labels = ((existing.attrs if existing else {}).get("Config") or {}).get("Labels") or {}
     before = json.loads(labels[SPEC_LABEL]) if SPEC_LABEL in labels else ({"name": name} if existing else {})
     if params["state"] == "absent":
         if existing and not module.check_mode:
-            docker.run("stop", "--time", str(_STOP_SECONDS), name, check=False)  # a clean shutdown
-            docker.run("rm", "--force", name)
+            _remove(existing)
         action = "removed" if existing else "none"
         return {
             "changed": bool(existing),
@@ -188,11 +253,12 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     spec = {key: params[key] for key in _SPEC_KEYS}
     if params["labels"]:  # absent when empty, so containers made before labels existed keep their hash
         spec["labels"] = {str(k): str(v) for k, v in params["labels"].items()}
-    image = docker.inspect("image", params["image"])
+    image = _get(client.images, params["image"])
     if image is None and not module.check_mode:
         module.fail_json(msg=f"image {params['image']} is not on this machine: build or pull it first")
-    fp = fingerprint({"spec": spec, "image_id": image["Id"] if image else "(to be built)"})
-    running = bool(((existing or {}).get("State") or {}).get("Running"))
+    fp = fingerprint({"spec": spec, "image_id": image.id if image else "(to be built)"})
+    kwargs = create_kwargs(spec, name, fp)  # a spec the engine cannot take fails even in check mode
+    running = bool(((existing.attrs if existing else {}).get("State") or {}).get("Running"))
     if existing and labels.get(HASH_LABEL) == fp:
         action = "none" if running else "started"
     else:
@@ -200,21 +266,21 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     result: dict[str, Any] = {"changed": action != "none", "name": name, "action": action}
     if before != spec:  # compared as data, so the same spec with its keys in another order is no diff
         result["diff"] = {"before": before, "after": spec}
+    current = existing
     if not module.check_mode:
         if action in ("recreated", "created"):
             if existing:
-                # Stopped first, so the server shuts down cleanly (Valkey syncs its AOF).
-                docker.run("stop", "--time", str(_STOP_SECONDS), name, check=False)
-                docker.run("rm", "--force", name)
-            docker.run(*create_args(spec, name, fp))
+                _remove(existing)
+            current = client.containers.run(**kwargs)
             for network in spec["networks"][1:]:
-                docker.run("network", "connect", network, name)
+                client.networks.get(network).connect(current)
         elif action == "started":
-            docker.run("start", name)
+            existing.start()
         if params["wait"] > 0:
-            wait_ready(docker, name, params["wait"])
-    current = docker.inspect("container", name) if not module.check_mode or action == "none" else None
-    result["container_id"] = str(current["Id"]) if current else ""
+            wait_ready(module, current, params["wait"])
+    elif action != "none":
+        current = None
+    result["container_id"] = str(current.id) if current else ""
     return result
 
 
