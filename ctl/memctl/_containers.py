@@ -8,6 +8,8 @@ container).
 
 from __future__ import annotations
 
+import gc
+import warnings
 from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
@@ -30,9 +32,20 @@ def bridge_name(slug: str) -> str:
     return f"memctl-bridge-{slug}"
 
 
-def _client() -> docker.DockerClient:
-    """A client of this machine's Docker engine; raises `DockerException` if none answers."""
-    return docker.from_env(timeout=_TIMEOUT)
+def _client() -> docker.DockerClient | None:
+    """A client of this machine's Docker engine (the caller closes it), or None if none answers.
+
+    docker-py drops the socket of a refused connection without closing it, inside reference
+    cycles; the failed attempt is collected here, its expected ResourceWarning silenced.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            return docker.from_env(timeout=_TIMEOUT)
+        except _UNREACHABLE:
+            pass
+        gc.collect()
+    return None
 
 
 def _container(client: docker.DockerClient, name: str) -> Container | None:
@@ -55,8 +68,11 @@ def bridge_container(slug: str) -> dict[str, Any]:
     """A stack project's bridge container: state, health and the versions of the stack it runs on."""
     name = bridge_name(slug)
     report: dict[str, Any] = {"container": name}
+    client = _client()
+    if client is None:
+        return {**report, "health": "unknown", "error": "the Docker engine did not answer"}
     try:
-        with closing(_client()) as client:
+        with closing(client):
             container = _container(client, name)
             record = container.attrs if container is not None else None
             config = (record or {}).get("Config") or {}
@@ -86,8 +102,11 @@ def bridge_container(slug: str) -> dict[str, Any]:
 
 def container_logs(name: str, lines: int) -> list[str] | None:
     """The container's last lines of output (stdout and stderr); None when it does not exist."""
+    client = _client()
+    if client is None:
+        return None
     try:
-        with closing(_client()) as client:
+        with closing(client):
             container = _container(client, name)
             if container is None:
                 return None
@@ -99,9 +118,8 @@ def container_logs(name: str, lines: int) -> list[str] | None:
 
 def follow_logs(name: str) -> Iterator[str]:
     """The container's new output, line by line, until it stops (or the caller stops reading)."""
-    try:
-        client = _client()
-    except _UNREACHABLE:
+    client = _client()
+    if client is None:
         return
     with closing(client):
         container = _container(client, name)
