@@ -1,8 +1,9 @@
 """memctl's Jinja2 templates: the top-level `templates/`, shared with the Ansible roles.
 
 `render` treats a template as Ansible's `template` module does (blocks trim the newline
-after them, a final newline is kept, `to_json` is `json.dumps`), so one file renders the
-same from either side; an undefined variable is an error, never an empty string.
+after them, a final newline is kept, `to_json` and `to_nice_json` as Ansible defines them),
+so one file renders the same from either side; an undefined variable is an error, never an
+empty string.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ def _to_json(value: Any, **options: Any) -> str:
     return json.dumps(value, **options)
 
 
+def _to_nice_json(value: Any, indent: int = 4, sort_keys: bool = True, **options: Any) -> str:
+    options.pop("separators", None)
+    return json.dumps(value, indent=indent, sort_keys=sort_keys, separators=(",", ": "), **options)
+
+
 @cache
 def _environment() -> Environment:
     environment = Environment(
@@ -38,6 +44,7 @@ def _environment() -> Environment:
         autoescape=False,
     )
     environment.filters["to_json"] = _to_json
+    environment.filters["to_nice_json"] = _to_nice_json
     return environment
 
 

@@ -11,6 +11,7 @@ import pytest
 from jinja2 import UndefinedError
 
 from memctl._clients import SKILLS, Plan, _Owned, _targets
+from memctl._launcher import launcher_text
 from memctl._templates import _environment, render, template_dir
 
 REPO = Path(__file__).resolve().parents[3]
@@ -46,6 +47,14 @@ def test_owned_client_files_render_byte_identical() -> None:
     owned = {str(t.path): t.text for t in _targets(plan) if isinstance(t, _Owned)}
     digests = {path: hashlib.sha256(text.encode()).hexdigest()[:24] for path, text in owned.items()}
     assert digests == RENDERED
+
+
+def test_the_launcher_renders_byte_identical() -> None:
+    assert launcher_text(["/opt/x y/bin/memctl", "-m", "memctl"]) == (
+        "#!/bin/sh\n"
+        "# memctl-launcher-v1: written by `memctl up`; runs the memctl installed below.\n"
+        "exec '/opt/x y/bin/memctl' -m memctl \"$@\"\n"
+    )
 
 
 def test_a_skill_is_its_rule_behind_front_matter() -> None:
