@@ -1,4 +1,4 @@
-"""Generate the reference docs that code can tell: settings, tools, CLI help.
+"""Generate the reference docs that code can tell: settings, tools, CLI help, role argument specs.
 
 uv run python scripts/gen_docs.py          # rewrite docs/*.md
 uv run python scripts/gen_docs.py --check  # exit 1 if any is stale (tests run this)
@@ -6,6 +6,7 @@ uv run python scripts/gen_docs.py --check  # exit 1 if any is stale (tests run t
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import tempfile
@@ -147,6 +148,16 @@ def cli_md() -> str:
 GENERATED = {"configuration.md": configuration_md, "tools.md": tools_md, "cli.md": cli_md}
 
 
+def _argument_specs(check: bool) -> int:
+    """The roles' meta/argument_specs.yml, by scripts/gen_argument_specs.py."""
+    path = Path(__file__).with_name("gen_argument_specs.py")
+    spec = importlib.util.spec_from_file_location("gen_argument_specs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return int(module.main(check))
+
+
 def main(check: bool) -> int:
     stale = []
     for name, render in GENERATED.items():
@@ -160,7 +171,7 @@ def main(check: bool) -> int:
     if stale:
         print(f"stale docs: {', '.join(stale)}; run: uv run python scripts/gen_docs.py", file=sys.stderr)
         return 1
-    return 0
+    return _argument_specs(check)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Where memctl's Ansible content lives: inside the installed package, or in this checkout."""
+"""Where memctl's Ansible content and templates live: inside the installed package, or in this checkout."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ _CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def content_root() -> Path:
-    """The directory holding `playbooks/`, `roles/`, `collections/` and `inventories/`."""
+    """The directory holding `playbooks/`, `roles/`, `collections/`, `inventories/` and `templates/`."""
     for root in (_PACKAGED, _CHECKOUT):
         if (root / "playbooks" / "site.yml").is_file():
             return root

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from memory_bridge import write_atomically
 
+from ._templates import render
+
 __all__ = ["LAUNCHER_SIGNATURE", "default_launcher", "installed_command", "launcher_text", "write_launcher"]
 
 LAUNCHER_SIGNATURE = "# memctl-launcher-v1"
@@ -45,11 +47,7 @@ def installed_command() -> list[str]:
 
 def launcher_text(command: list[str]) -> str:
     """The launcher script that runs `command` with the arguments it is given."""
-    return (
-        "#!/bin/sh\n"
-        f"{LAUNCHER_SIGNATURE}: written by `memctl up`; runs the memctl installed below.\n"
-        f'exec {shlex.join(command)} "$@"\n'
-    )
+    return render("launcher/memctl.sh.j2", signature=LAUNCHER_SIGNATURE, command=shlex.join(command))
 
 
 def _ours(path: Path) -> bool:
