@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 from memory_bridge.tools._entries import ENTRY_TOOLS
@@ -42,3 +43,14 @@ def test_readme_quick_start_says_what_the_test_command_installs_and_how_to_stop_
     for named in ("redis-server", "docker.io", "debootstrap", "Docker engine", "Node 22", "conformance"):
         assert named in quick_start, f"the quick start does not say that scripts/test installs {named}"
     assert "kill" in quick_start and "docker.pid" in quick_start, "how to stop the engine it started"
+
+
+def test_architecture_page_names_only_paths_that_exist() -> None:
+    """docs/architecture.md tells a newcomer where things go: every repository path it names
+    (in backticks, from a top-level directory) must still be there."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    top = ("bridge/", "ctl/", "roles/", "templates/", "playbooks/", "collections/", "tests/", "scripts/")
+    named = [token for token in re.findall(r"`([^`\s]+)`", text) if token.startswith(top)]
+    assert len(named) >= 10, "the page names the places a change goes"
+    missing = [path for path in named if not (ROOT / path.split("<", 1)[0]).exists()]
+    assert missing == []
