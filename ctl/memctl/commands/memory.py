@@ -23,7 +23,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from memory_bridge import ConfigError, Conflict, InvalidInput, MemctlError, Settings
+from memory_bridge import ConfigError, Conflict, InvalidInput, MemctlError, Settings, private_file
 from memory_bridge.core import (
     EntryItem,
     Item,
@@ -38,7 +38,7 @@ from memory_bridge.core import (
 )
 
 from .._lookup import item_stores
-from .._markdown import parse_item, relative_path, render_item
+from .._markdown import parse_item, read_text, relative_path, render_item, write_text
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
@@ -228,10 +228,10 @@ def edit(ref: str, project: Path | None, as_json: bool) -> None:
     item = _with_stores(settings, lambda s: find_item(s, ref))
     folder = Path(tempfile.mkdtemp(prefix="memctl-edit-"))  # 0700
     path = folder / relative_path(item).name
-    path.write_text(render_item(item), encoding="utf-8")
-    path.chmod(0o600)
+    private_file(path)
+    write_text(path, render_item(item))
     _run_editor(editor, path)
-    edited = parse_item(path.read_text(encoding="utf-8"), str(path))
+    edited = parse_item(read_text(path), str(path))
     info = item.info()
     if edited.kind != info["kind"] or any(info[k] != v for k, v in edited.identity.items()):
         raise InvalidInput(str(path), f"the item's identity cannot change in an edit (it is {item.ref})")
