@@ -212,12 +212,24 @@ async def _import_one(stores: ItemStores, items: dict[str, Item], path: Path, wh
 
 async def import_tree(stores: ItemStores, directory: Path) -> list[dict[str, Any]]:
     """Apply the edits made to the item files under `directory`, each through compare-and-set;
-    one report per file: unchanged, updated, conflict (nothing written) or invalid."""
+    one report per file: unchanged, updated, conflict (nothing written) or invalid.
+
+    An updated file is written again from the stored item (its new revision and digest, and
+    any secret redacted), so importing the folder again finds it unchanged."""
     items: dict[str, Item] = {}
     async for batch in iter_items(stores):  # no hits counted, one pass
         items.update((item.ref, item) for item in batch)
     reports = []
+    updated: dict[str, Path] = {}
     for path in sorted(directory.rglob("*.md")):
         if path.is_file() and not path.is_symlink():
-            reports.append(await _import_one(stores, items, path, path.relative_to(directory).as_posix()))
+            report = await _import_one(stores, items, path, path.relative_to(directory).as_posix())
+            reports.append(report)
+            if report["status"] == "updated":
+                updated[report["ref"]] = path
+    if updated:
+        async for batch in iter_items(stores):
+            for item in batch:
+                if item.ref in updated:
+                    write_text(updated[item.ref], render_item(item))
     return reports

@@ -172,6 +172,11 @@ def test_round_trip_of_a_thousand_items_is_lossless(tmp_path: Path) -> None:
     after = snapshot(project)
     for ref, item in edited.items():
         assert after[ref][1] == item.content, ref
+    for ref, item in parsed(out).items():  # updated files now carry the new revision and digest
+        assert not item.edited and item.content == after[ref][1]
+        assert item.revision == after[ref][0].get("revision")
+    again = memctl("import", "--markdown", str(out), "--project", str(project), "--json")
+    assert again.json["unchanged"] == 1000
 
 
 def edit(path: Path, key: str, value: str) -> None:

@@ -337,3 +337,19 @@ def test_lessons_by_error_pattern(project: Path) -> None:
 
 def test_lessons_of_a_project_without_memory(tmp_path: Path) -> None:
     assert memctl("lessons", "--project", str(tmp_path), "--json").code == 3
+
+
+def test_a_secret_typed_into_an_edit_is_redacted(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "ghp_" + "a1B2" * 9
+    ed = tmp_path_factory.mktemp("ed")
+    monkeypatch.setenv("EDITOR", editor(ed, f"path.write_text(text.replace('blue/green', {secret!r}))\n"))
+    assert run(project, "edit", "deploy.md").code == 0
+    stored = documents(project)[("knowledge", "deploy.md")][0]
+    assert stored == "Deploys go through the ghp_[REDACTED] switch."
+    monkeypatch.setenv("EDITOR", editor(ed, f"path.write_text(text.replace('\\nv2\\n', '\\n{secret}\\n'))\n"))
+    assert run(project, "edit", "n-000").code == 0
+    assert entry_records(project)["n-000"]["entry"]["body"] == "ghp_[REDACTED]"
+    shown = run(project, "show", "n-000", "--history", "3")
+    assert secret not in shown.stdout

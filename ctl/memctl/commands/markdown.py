@@ -83,8 +83,10 @@ def import_(ctx: click.Context, directory: Path, project: Path | None, as_json: 
     Each file is reported as unchanged (not edited, or already so in the store), updated,
     conflict (the item changed in the store since the export: nothing is written) or
     invalid (unreadable front matter, a changed id or name, a field that fails
-    validation). Files of items deleted since the export are conflicts; deleting a file
-    deletes nothing. Exits 4 when there was a conflict, else 7 when a file was invalid.
+    validation). An updated file is rewritten from the store (its new revision and
+    digest), so importing again finds it unchanged. Files of items deleted since the
+    export are conflicts; deleting a file deletes nothing. Exits 4 when there was a
+    conflict, else 7 when a file was invalid.
 
     \b
     Example:
