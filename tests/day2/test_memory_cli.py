@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import memctl
+from .conftest import Dify, configure, memctl
 from .stores import documents, entry_records, seed_documents, seed_entries
 
 LESSON = {"atom_type": "self-improvement-lesson", "project_module": "api", "task_type": "bugfix"}
@@ -353,3 +353,38 @@ def test_a_secret_typed_into_an_edit_is_redacted(
     assert entry_records(project)["n-000"]["entry"]["body"] == "ghp_[REDACTED]"
     shown = run(project, "show", "n-000", "--history", "3")
     assert secret not in shown.stdout
+
+
+@pytest.mark.integration
+def test_the_commands_on_valkey_and_dify(
+    tmp_path: Path,
+    valkey_url: str,
+    dify: Dify,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    project = configure(
+        tmp_path / "p", entry_store=valkey_url, knowledge_store=dify.url, dify_api_key_file=str(dify.key_file)
+    )
+    seed_entries(project, 3)
+    seed_documents(project, DOCS[:1])
+    found = run(project, "search", "switch", "--json")
+    assert found.code == 0 and "knowledge/deploy.md" in {h["where"] for h in found.json["hits"]}, found.stdout
+    shown = run(project, "show", "n-000", "--json").json
+    assert shown["revision"] == 2 and "+v2" in shown["history"][0]["diff"]
+    assert run(project, "show", "knowledge/deploy.md", "--json").json["name"] == "deploy.md"
+
+    ed = tmp_path_factory.mktemp("ed")
+    monkeypatch.setenv("EDITOR", editor(ed, "path.write_text(text.replace('blue/green', 'canary'))\n"))
+    assert run(project, "edit", "deploy.md").code == 0
+    assert documents(project)[("knowledge", "deploy.md")][0] == "Deploys go through the canary switch."
+    monkeypatch.setenv("EDITOR", editor(ed, "path.write_text(text.replace('\\nv2\\n', '\\nv3\\n'))\n"))
+    assert run(project, "edit", "n-000").code == 0
+    assert entry_records(project)["n-000"]["entry"]["body"] == "v3"
+
+    out = tmp_path / "out"
+    assert run(project, "export", "--markdown", str(out), "--json").json["files"] == 3 + 1
+    again = run(project, "import", "--markdown", str(out), "--json")
+    assert again.code == 0 and again.json["unchanged"] == 4
+    assert run(project, "forget", "deploy.md", "--disable", "--yes").code == 0
+    assert documents(project)[("knowledge", "deploy.md")][2] is False
