@@ -9,6 +9,7 @@ applied over the other writer's change.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping
@@ -277,8 +278,6 @@ def _version_text(snapshot: Mapping[str, Any]) -> list[str]:
 async def item_versions(stores: ItemStores, id: str, limit: int) -> list[dict[str, Any]]:
     """An entry's last `limit` versions, newest first, each with the unified diff from the
     version before it (the oldest one shown against nothing)."""
-    import difflib
-
     versions = await stores.entries.history(id, limit + 1)  # one more: the last diff's base
     out: list[dict[str, Any]] = []
     for index, version in enumerate(versions[:limit]):
@@ -352,7 +351,9 @@ def _unknown_fields(item: Item, content: Mapping[str, Any]) -> None:
     extra = sorted(set(content) - allowed)
     missing = sorted(allowed - set(content))
     if extra:
-        raise InvalidInput(extra[0], f"is not a field of an {item.info()['kind']} that can be changed")
+        raise InvalidInput(
+            extra[0], f"is not a field a person can change in an item of kind {item.info()['kind']}"
+        )
     if missing:
         raise InvalidInput(missing[0], "is missing")
 
