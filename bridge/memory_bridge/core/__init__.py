@@ -1,5 +1,6 @@
 """Plain functions shared by the MCP tools and the memctl CLI: knowledge writes and lessons,
-redaction, migrations, backup and restore, copying entries between stores, the memory audit.
+redaction, migrations, backup and restore, copying entries between stores, the memory audit,
+items (entries and documents) as a person looks them up and corrects them.
 
 Names load on first use, so a caller that only redacts text does not import the stores."""
 
@@ -16,6 +17,19 @@ _LAZY = {
     "RestoreReport": "._backup",
     "backup": "._backup",
     "restore": "._backup",
+    "DocumentItem": "._items",
+    "EntryItem": "._items",
+    "Item": "._items",
+    "ItemStores": "._items",
+    "SaveOutcome": "._items",
+    "content_digest": "._items",
+    "find_item": "._items",
+    "forget_item": "._items",
+    "item_versions": "._items",
+    "iter_items": "._items",
+    "list_lessons": "._items",
+    "save_item": "._items",
+    "search_items": "._items",
     "ATOM_TYPES": "._knowledge",
     "KnowledgeContext": "._knowledge",
     "lesson_name": "._knowledge",
@@ -35,6 +49,21 @@ if _typing.TYPE_CHECKING:
     from ._archive import Manifest
     from ._audit import AUDIT_CLASSES, audit_memory, retire
     from ._backup import RestoreMode, RestoreReport, backup, restore
+    from ._items import (
+        DocumentItem,
+        EntryItem,
+        Item,
+        ItemStores,
+        SaveOutcome,
+        content_digest,
+        find_item,
+        forget_item,
+        item_versions,
+        iter_items,
+        list_lessons,
+        save_item,
+        search_items,
+    )
     from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, save_to_dataset, slugify
     from ._migrate import MigrationStep, migrate, plan_migrations, user_version
     from ._redact import redact
@@ -45,22 +74,35 @@ else:
 __all__ = [
     "ATOM_TYPES",
     "AUDIT_CLASSES",
+    "DocumentItem",
+    "EntryItem",
+    "Item",
+    "ItemStores",
     "KnowledgeContext",
     "Manifest",
     "MigrationStep",
     "RestoreMode",
     "RestoreReport",
+    "SaveOutcome",
     "TransferReport",
     "audit_memory",
     "backup",
+    "content_digest",
     "copy_entries",
+    "find_item",
+    "forget_item",
+    "item_versions",
+    "iter_items",
     "lesson_name",
+    "list_lessons",
     "migrate",
     "plan_migrations",
     "redact",
     "restore",
     "retire",
+    "save_item",
     "save_to_dataset",
+    "search_items",
     "slugify",
     "user_version",
 ]

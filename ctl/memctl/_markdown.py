@@ -1,0 +1,235 @@
+"""One memory item as a markdown file: YAML front matter for its metadata, then its text.
+
+The same format serves `memctl edit` (one file in $EDITOR) and `memctl export/import
+--markdown` (a tree of them). The front matter holds the item's identity (kind, id, slot,
+document id, name), what a person may change (title, type, tags, ... for an entry; enabled
+and the metadata fields for a document), the base a save is checked against (`revision` for
+an entry, `digest` for both: the content as written out), and read-only facts (created,
+updated, hits). Strings that span lines are written quoted, so no front-matter line is ever
+`---`; the text after the closing `---` is kept byte for byte (one final newline is added
+on writing and taken off on reading, so editors that add one change nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from memory_bridge import InvalidInput, private_dir, private_file
+from memory_bridge.core import (
+    DocumentItem,
+    EntryItem,
+    Item,
+    ItemStores,
+    content_digest,
+    iter_items,
+    save_item,
+)
+
+__all__ = [
+    "ItemFile",
+    "export_tree",
+    "import_tree",
+    "parse_item",
+    "read_text",
+    "relative_path",
+    "render_item",
+    "write_text",
+]
+
+_FENCE = "---\n"
+_SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+_IDENTITY = {"entry": ("id",), "document": ("slot", "document_id", "name")}
+
+
+def read_text(path: Path) -> str:
+    """A file's text exactly: line endings as they are (CRLF in a text stays CRLF)."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
+def write_text(path: Path, text: str) -> None:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.allow_unicode = True
+    yaml.width = 2**31 - 1  # no folding: a string's line breaks stay escapes
+    yaml.representer.sort_base_mapping_type_on_output = False
+    return yaml
+
+
+def render_item(item: Item) -> str:
+    """The item as markdown with front matter."""
+    content = item.content()
+    text = content.pop("text")
+    info = item.info()
+    kind = info.pop("kind")
+    identity = {k: info.pop(k) for k in _IDENTITY[kind]}
+    base: dict[str, Any] = {"kind": kind, **identity}
+    if isinstance(item, EntryItem):
+        base["revision"] = info.pop("revision")
+    base["digest"] = content_digest(item.content())
+    out = io.StringIO()
+    _yaml().dump({**base, **content, **info}, out)
+    return f"{_FENCE}{out.getvalue()}{_FENCE}{text}\n"
+
+
+@dataclass(frozen=True)
+class ItemFile:
+    """A parsed item file: which item, the base it was written from, and its content now."""
+
+    kind: str
+    identity: dict[str, str]
+    digest: str
+    revision: int | None
+    content: dict[str, Any]
+    facts: dict[str, Any]
+
+    @property
+    def ref(self) -> str:
+        if self.kind == "entry":
+            return f"entry:{self.identity['id']}"
+        return f"doc:{self.identity['document_id']}"
+
+    @property
+    def edited(self) -> bool:
+        return content_digest(self.content) != self.digest
+
+
+def parse_item(text: str, where: str) -> ItemFile:
+    """Read an item file; a malformed one is `InvalidInput` naming `where` and the problem."""
+    if not text.startswith(_FENCE):
+        raise InvalidInput(where, "does not start with a --- front-matter line")
+    head, sep, body = text[len(_FENCE) :].partition("\n" + _FENCE)
+    if not sep:
+        if not text[len(_FENCE) :].startswith(_FENCE):
+            raise InvalidInput(where, "has no closing --- line after its front matter")
+        head, body = "", text[2 * len(_FENCE) :]
+    try:
+        front = _yaml().load(head) if head.strip() else None
+    except YAMLError as exc:
+        raise InvalidInput(where, f"front matter is not valid YAML: {exc}") from None
+    if not isinstance(front, dict):
+        raise InvalidInput(where, "front matter is not a mapping")
+    kind = front.pop("kind", None)
+    if kind not in _IDENTITY:
+        raise InvalidInput(where, "front matter needs kind: entry or kind: document")
+    identity = {}
+    for key in _IDENTITY[kind]:
+        value = front.pop(key, None)
+        if not isinstance(value, str) or not value:
+            raise InvalidInput(where, f"front matter needs {key} (the item's identity)")
+        identity[key] = value
+    digest = front.pop("digest", None)
+    if not isinstance(digest, str):
+        raise InvalidInput(where, "front matter needs digest (as exported)")
+    revision = front.pop("revision", None) if kind == "entry" else None
+    if kind == "entry" and (not isinstance(revision, int) or isinstance(revision, bool)):
+        raise InvalidInput(where, "front matter needs revision (an integer, as exported)")
+    facts_keys = (
+        ("created", "updated", "hits", "ttl") if kind == "entry" else ("created_at", "updated_at", "origin")
+    )
+    facts = {k: front.pop(k) for k in facts_keys if k in front}
+    content = {**front, "text": body.removesuffix("\n")}
+    return ItemFile(kind, identity, digest, revision, content, facts)
+
+
+def _safe(name: str, *, extension: str = "") -> str:
+    """A file or folder name for `name`: itself when already safe, else a slug plus a hash of
+    the name, so two names never share a file and the same name always gets the same one."""
+    if _SAFE.match(name) and (not extension or name.endswith(extension)):
+        return name
+    stem = name.removesuffix(extension) if extension else name
+    slug = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-.")[:80] or "item"
+    return f"{slug}-{hashlib.sha256(name.encode()).hexdigest()[:10]}{extension}"
+
+
+def relative_path(item: Item) -> PurePosixPath:
+    """Where an item's file goes in an export: entries/TYPE/ID.md, documents/SLOT/NAME.md."""
+    if isinstance(item, DocumentItem):
+        return PurePosixPath(
+            "documents", _safe(item.document.slot), _safe(item.document.name, extension=".md")
+        )
+    return PurePosixPath("entries", _safe(item.entry.type), _safe(item.entry.id) + ".md")
+
+
+async def export_tree(stores: ItemStores, directory: Path) -> dict[str, Any]:
+    """Write every live entry and every document as one file under `directory` (0700 folders,
+    0600 files); the counts written."""
+    counts = {"entries": 0, "documents": 0}
+    private_dir(directory)
+    async for batch in iter_items(stores):
+        for item in batch:
+            path = directory / relative_path(item)
+            private_file(path)
+            path.chmod(0o600)
+            write_text(path, render_item(item))
+            counts["entries" if isinstance(item, EntryItem) else "documents"] += 1
+    return {"directory": str(directory), **counts, "files": counts["entries"] + counts["documents"]}
+
+
+def _report(
+    where: str, ref: str, status: str, detail: str = "", differs: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    return {"file": where, "ref": ref, "status": status, "detail": detail, "differs": list(differs)}
+
+
+async def _import_one(stores: ItemStores, items: dict[str, Item], path: Path, where: str) -> dict[str, Any]:
+    try:
+        parsed = parse_item(read_text(path), where)
+    except UnicodeDecodeError:
+        return _report(where, "", "invalid", "not UTF-8 text")
+    except InvalidInput as exc:
+        return _report(where, "", "invalid", exc.problem)
+    current = items.get(parsed.ref)
+    if not parsed.edited:
+        return _report(where, parsed.ref, "unchanged")
+    if current is None:
+        return _report(where, parsed.ref, "conflict", f"{parsed.ref} no longer exists", tuple(parsed.content))
+    info = current.info()
+    moved = [k for k, v in parsed.identity.items() if info[k] != v]
+    if moved:
+        return _report(where, parsed.ref, "invalid", f"{moved[0]} cannot change (it is {info[moved[0]]!r})")
+    try:
+        outcome = await save_item(
+            stores, current, parsed.content, base_digest=parsed.digest, base_revision=parsed.revision
+        )
+    except InvalidInput as exc:
+        return _report(where, parsed.ref, "invalid", str(exc))
+    return _report(where, parsed.ref, outcome.status, outcome.detail, outcome.differs)
+
+
+async def import_tree(stores: ItemStores, directory: Path) -> list[dict[str, Any]]:
+    """Apply the edits made to the item files under `directory`, each through compare-and-set;
+    one report per file: unchanged, updated, conflict (nothing written) or invalid.
+
+    An updated file is written again from the stored item (its new revision and digest, and
+    any secret redacted), so importing the folder again finds it unchanged."""
+    items: dict[str, Item] = {}
+    async for batch in iter_items(stores):  # no hits counted, one pass
+        items.update((item.ref, item) for item in batch)
+    reports = []
+    updated: dict[str, Path] = {}
+    for path in sorted(directory.rglob("*.md")):
+        if path.is_file() and not path.is_symlink():
+            report = await _import_one(stores, items, path, path.relative_to(directory).as_posix())
+            reports.append(report)
+            if report["status"] == "updated":
+                updated[report["ref"]] = path
+    if updated:
+        async for batch in iter_items(stores):
+            for item in batch:
+                if item.ref in updated:
+                    write_text(updated[item.ref], render_item(item))
+    return reports

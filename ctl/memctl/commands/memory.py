@@ -1,0 +1,359 @@
+"""`memctl search|show|edit|forget|lessons`: a person's view of the project's memory.
+
+Each command finds the project like the other read-only commands, opens both stores and
+makes one call into `memory_bridge.core` (the functions behind the MCP tools), so what it
+shows and writes is what an agent sees and writes.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import anyio
+import click
+from rich.table import Table
+from rich.text import Text
+
+from memory_bridge import ConfigError, Conflict, InvalidInput, MemctlError, Settings, private_file
+from memory_bridge.core import (
+    EntryItem,
+    Item,
+    ItemStores,
+    content_digest,
+    find_item,
+    forget_item,
+    item_versions,
+    list_lessons,
+    save_item,
+    search_items,
+)
+
+from .._lookup import item_stores
+from .._markdown import parse_item, read_text, relative_path, render_item, write_text
+from .._options import project_option
+from .._output import console, emit_json, json_option
+from .._project import provisioned_settings
+
+T = TypeVar("T")
+
+
+def _with_stores(settings: Settings, call: Callable[[ItemStores], Awaitable[T]], *, embed: bool = False) -> T:
+    async def run() -> T:
+        async with item_stores(settings, embed=embed) as stores:
+            return await call(stores)
+
+    return anyio.run(run)
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _item_json(item: Item) -> dict[str, Any]:
+    info = item.info()
+    if "created_at" in info:
+        info["created_at"] = _when(info["created_at"])
+        info["updated_at"] = _when(info["updated_at"])
+    return {"ref": item.ref, **info, "digest": content_digest(item.content()), "content": item.content()}
+
+
+# -- search ----------------------------------------------------------------------------------
+
+
+def _search_table(result: dict[str, Any]) -> Table:
+    table = Table(
+        title=f"memctl search: {result['count']} hit(s) for {result['query']!r}", title_justify="left"
+    )
+    for column in ("score", "ref", "where", "title / name", "type"):
+        table.add_column(column, overflow="fold")
+    for hit in result["hits"]:
+        table.add_row(
+            f"{hit['score']:.4f}", Text(hit["ref"]), Text(hit["where"]), Text(hit["name"]), Text(hit["type"])
+        )
+    return table
+
+
+@click.command()
+@click.argument("query")
+@click.option("--slot", "slots", multiple=True, help="Only documents of this knowledge slot (repeatable).")
+@click.option("--type", "type_", help="Only entries of this type and documents of this atom type.")
+@click.option("--tag", "tags", multiple=True, help="Only items carrying this tag (repeatable: all of them).")
+@click.option("--limit", type=click.IntRange(1, 200), default=20, show_default=True, help="Most hits shown.")
+@project_option
+@json_option
+def search(
+    query: str,
+    slots: tuple[str, ...],
+    type_: str | None,
+    tags: tuple[str, ...],
+    limit: int,
+    project: Path | None,
+    as_json: bool,
+) -> None:
+    """Search entries and knowledge documents together, best first.
+
+    Each store ranks its own hits (as memory_search and search_memory do); the two lists
+    are merged by reciprocal rank fusion, so a hit's score is 1 / (60 + its rank in its
+    store). Documents are this project's (its scope). --slot searches only those slots.
+
+    \b
+    Example:
+      memctl search "deploy blue green"
+      memctl search timeout --type self-improvement-lesson --json
+    """
+    settings = provisioned_settings(project)
+    result = _with_stores(
+        settings,
+        lambda s: search_items(s, query, slots=list(slots), type=type_, tags=list(tags), limit=limit),
+        embed=True,
+    )
+    if as_json:
+        emit_json(result)
+        return
+    console.print(_search_table(result))
+    for note in result["degraded"]:
+        console.print(Text(f"degraded: {note}"))
+
+
+# -- show ------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("ref", metavar="ID|NAME")
+@click.option(
+    "--history",
+    "history_limit",
+    type=click.IntRange(0, 1000),
+    default=10,
+    show_default=True,
+    help="How many of an entry's versions to show as diffs.",
+)
+@project_option
+@json_option
+def show(ref: str, history_limit: int, project: Path | None, as_json: bool) -> None:
+    """Show one entry or document: its text, its metadata and, for an entry, its history.
+
+    ID|NAME is `entry:ID`, `doc:ID`, `SLOT/NAME`, or a bare entry id, document id or
+    document name (an error lists the choices when it names several items). Each entry
+    version is shown as a unified diff from the one before. Reading an entry counts a hit,
+    as memory_get does.
+
+    \b
+    Example:
+      memctl show deploy.md
+      memctl show entry:release/process --history 3 --json
+    """
+    settings = provisioned_settings(project)
+
+    async def load(stores: ItemStores) -> tuple[Item, list[dict[str, Any]]]:
+        item = await find_item(stores, ref)
+        versions: list[dict[str, Any]] = []
+        if isinstance(item, EntryItem) and history_limit:
+            versions = await item_versions(stores, item.entry.id, history_limit)
+        return item, versions
+
+    item, versions = _with_stores(settings, load)
+    payload = _item_json(item)
+    if isinstance(item, EntryItem):
+        payload["history"] = versions
+    if as_json:
+        emit_json(payload)
+        return
+    table = Table(title=item.ref, title_justify="left", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    details = {**{k: v for k, v in payload.items() if k not in ("content", "history", "ref")}}
+    details.update({k: v for k, v in payload["content"].items() if k != "text"})
+    for key, value in details.items():
+        shown = ", ".join(value) if isinstance(value, list) else "" if value is None else str(value)
+        table.add_row(key, Text(shown))
+    console.print(table)
+    console.print(Text(payload["content"]["text"]))
+    for version in versions:
+        console.rule(Text(f"revision {version['revision']}: {version['operation']} at {version['updated']}"))
+        console.print(Text(version["diff"]))
+
+
+# -- edit ------------------------------------------------------------------------------------
+
+
+def _editor() -> list[str]:
+    command = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not command:
+        raise ConfigError("set VISUAL or EDITOR to the editor to use (e.g. EDITOR=nano)")
+    return shlex.split(command)
+
+
+def _run_editor(editor: list[str], path: Path) -> None:
+    try:
+        done = subprocess.run([*editor, str(path)], check=False)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot start the editor {editor[0]!r}: {exc.strerror}; your text is in {path}"
+        ) from None
+    if done.returncode != 0:
+        raise MemctlError(
+            f"the editor exited with status {done.returncode}: nothing saved; your text is in {path}"
+        )
+
+
+@click.command()
+@click.argument("ref", metavar="ID|NAME")
+@project_option
+@json_option
+def edit(ref: str, project: Path | None, as_json: bool) -> None:
+    """Edit one entry or document in $VISUAL or $EDITOR, saved with compare-and-set.
+
+    The editor opens the item as markdown: front matter (title, type, tags, ... for an
+    entry; enabled and metadata for a document) and the text below it. Saving unchanged
+    text writes nothing. If an agent changed the item while you were editing, nothing is
+    written: the error (exit 4) names what differs and the file your edit is kept in.
+
+    \b
+    Example:
+      EDITOR=nano memctl edit entry:release/process
+      memctl edit knowledge/deploy.md
+    """
+    settings = provisioned_settings(project)
+    editor = _editor()
+    item = _with_stores(settings, lambda s: find_item(s, ref))
+    folder = Path(tempfile.mkdtemp(prefix="memctl-edit-"))  # 0700
+    path = folder / relative_path(item).name
+    private_file(path)
+    write_text(path, render_item(item))
+    _run_editor(editor, path)
+    edited = parse_item(read_text(path), str(path))
+    info = item.info()
+    if edited.kind != info["kind"] or any(info[k] != v for k, v in edited.identity.items()):
+        raise InvalidInput(str(path), f"the item's identity cannot change in an edit (it is {item.ref})")
+    outcome = _with_stores(
+        settings,
+        lambda s: save_item(
+            s,
+            item,
+            edited.content,
+            base_digest=content_digest(item.content()),
+            base_revision=item.revision if isinstance(item, EntryItem) else None,
+        ),
+    )
+    if outcome.status == "conflict":
+        raise Conflict(
+            f"{outcome.detail}; it now differs from your edit in: {', '.join(outcome.differs)}. "
+            f"Nothing was written; your edit is kept in {path}",
+            operation="edit",
+        )
+    shutil.rmtree(folder)
+    if as_json:
+        emit_json({"ref": item.ref, "status": outcome.status, "detail": outcome.detail})
+    else:
+        console.print(
+            Text(f"{item.ref}: {outcome.status}" + (f" ({outcome.detail})" if outcome.detail else ""))
+        )
+
+
+# -- forget ----------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("ref", metavar="ID|NAME")
+@click.option("--disable", is_flag=True, help="Disable a document instead of deleting it (searches skip it).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@project_option
+@json_option
+def forget(ref: str, disable: bool, yes: bool, project: Path | None, as_json: bool) -> None:
+    """Delete an entry or a document, or disable a document, after confirmation.
+
+    A deleted entry keeps its history (memory_rollback can bring it back); a deleted
+    document is gone; a disabled one stays but no search finds it. Without a terminal to
+    ask on (or with --json), --yes is required.
+
+    \b
+    Example:
+      memctl forget entry:old/secret
+      memctl forget knowledge/stale.md --disable --yes --json
+    """
+    settings = provisioned_settings(project)
+    item = _with_stores(settings, lambda s: find_item(s, ref))
+    if disable and isinstance(item, EntryItem):
+        raise InvalidInput("--disable", "entries cannot be disabled, only deleted")
+    action = "disable" if disable else "delete"
+    if not yes:
+        if as_json or not sys.stdin.isatty():
+            raise ConfigError(
+                f"not confirmed: pass --yes to {action} {item.ref} without a terminal to ask on"
+            )
+        if not click.confirm(f"{action} {item.ref} ({item.label})?", default=False):
+            raise ConfigError(f"not confirmed: {item.ref} was left as it is")
+    done = _with_stores(settings, lambda s: forget_item(s, item, disable=disable))
+    if as_json:
+        emit_json(done)
+    else:
+        console.print(Text(f"{done['ref']}: {done['action']}"))
+
+
+# -- lessons ---------------------------------------------------------------------------------
+
+
+@click.command()
+@click.option("--pattern", help="Only lessons whose error pattern contains this text.")
+@click.option(
+    "--sort",
+    type=click.Choice(["recall", "recent"]),
+    default="recall",
+    show_default=True,
+    help="recall: most recalled first; recent: last recalled (then updated) first.",
+)
+@project_option
+@json_option
+def lessons(
+    pattern: str | None, sort: Literal["recall", "recent"], project: Path | None, as_json: bool
+) -> None:
+    """List this project's lessons (the self_improvement slot) by error pattern.
+
+    Recall count and last recall show "-" (null in --json) until a store records them.
+
+    \b
+    Example:
+      memctl lessons
+      memctl lessons --pattern timeout --sort recent --json
+    """
+    settings = provisioned_settings(project)
+    found = _with_stores(settings, lambda s: list_lessons(s, pattern=pattern, sort=sort))
+    for lesson in found:
+        lesson["updated_at"] = _when(lesson["updated_at"])
+    if as_json:
+        emit_json({"count": len(found), "lessons": found})
+        return
+    table = Table(title=f"memctl lessons: {len(found)}", title_justify="left")
+    for column in (
+        "error pattern",
+        "module",
+        "ref",
+        "name",
+        "enabled",
+        "recalls",
+        "last recalled",
+        "updated",
+    ):
+        table.add_column(column, overflow="fold")
+    for lesson in found:
+        table.add_row(
+            Text(lesson["error_pattern"] or "-"),
+            Text(lesson["project_module"] or "-"),
+            Text(lesson["ref"]),
+            Text(lesson["name"]),
+            "yes" if lesson["enabled"] else "no",
+            "-" if lesson["recall_count"] is None else str(lesson["recall_count"]),
+            lesson["last_recalled"] or "-",
+            lesson["updated_at"],
+        )
+    console.print(table)
