@@ -241,7 +241,9 @@ class SqliteKnowledgeStore:
 
         outcome = await self._db.write("upsert", run)
         if self._vectors is not None and outcome.indexing_status == "indexing":
+            self._vectors.queue(len(passages))
             self._vectors.kick()
+            await anyio.to_thread.run_sync(self._vectors.wait_backlog)
         return outcome
 
     @staticmethod

@@ -1,11 +1,13 @@
 """Passage vectors of the embedded knowledge store: the in-memory matrix and the queue.
 
-Writes never wait for the model. A passage is stored without a vector (`model` NULL)
+A write commits without the model. A passage is stored without a vector (`model` NULL)
 unless its document kept the same text under the same model, and a background thread
-embeds the queue in batches (sorted by length, so little padding), each written in its
-own short transaction. A search first embeds what is still queued among the documents
-it may return, up to a cap; beyond that (a bulk import still catching up) it says that
-those passages rank by keywords only for now.
+embeds the queue in batches, each written in its own short transaction. A write returns
+once the queue is short again (`BACKLOG` passages: backpressure, so a burst of saves goes
+at the model's pace and never leaves a long queue behind). A search first embeds what is
+still queued among the documents it may return, up to a cap; beyond that (another
+process's bulk import still catching up) it says that those passages rank by keywords
+only for now. So `degraded` means a broken model, not a busy one.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..._errors import StoreError
@@ -30,6 +33,8 @@ log = logging.getLogger(__name__)
 
 BATCH = 32  # passages per model call in the background
 SEARCH_CATCH_UP = 64  # queued passages a search embeds itself before it answers
+BACKLOG = 16  # queued passages a write may leave behind (it waits for the rest)
+BACKLOG_WAIT = 30.0  # seconds a write waits at most for the queue to shrink
 _MASK_CACHE = 32
 
 
@@ -48,6 +53,9 @@ class KnowledgeVectors:
         self._index_lock = threading.Lock()
         self._row_masks: dict[tuple[str, tuple[Any, ...]], tuple[tuple[int, int], Any]] = {}
         self._embedding = threading.Lock()  # one batch at a time: worker or search
+        self._progress = threading.Condition()  # notified when a batch is stored or embedding stops
+        self._pending = 0  # passages this process queued and has not embedded since
+        self._failed = False  # the model cannot load: nothing will shrink the queue
         self._requeued = False
         self._wake = threading.Event()
         self._closed = False
@@ -73,13 +81,41 @@ class KnowledgeVectors:
                     pass
             except StoreError as exc:  # the next write or search tries again
                 log.warning("embedding knowledge passages failed: %s", exc)
+                self._settle(failed=False)
             except RuntimeError:  # no model: search says so, keywords keep working
+                self._settle(failed=True)
                 return
+            self._settle(failed=False)
+
+    def _settle(self, *, failed: bool) -> None:
+        """The worker stopped (the queue is empty, or it cannot go on): release waiting writes."""
+        with self._progress:
+            self._failed = self._failed or failed
+            self._pending = 0
+            self._progress.notify_all()
+
+    def queue(self, passages: int) -> None:
+        """Count passages our own write left without a vector."""
+        with self._progress:
+            self._pending += passages
+
+    def wait_backlog(self) -> None:
+        """Block until at most BACKLOG passages we queued are still waiting (or the model
+        failed, or BACKLOG_WAIT passed): a write's backpressure."""
+        deadline = time.monotonic() + BACKLOG_WAIT
+        with self._progress:
+            while self._pending > BACKLOG and not self._failed and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._progress.wait(min(left, 1.0))
 
     def close(self) -> None:
         """Stop the background thread (after the batch in flight)."""
         self._closed = True
         self._wake.set()
+        with self._progress:
+            self._progress.notify_all()
         if self._worker is not None:
             self._worker.join()
 
@@ -155,6 +191,9 @@ class KnowledgeVectors:
                 stored.append((passage, document, vector))
         generation = bump_generation(conn)
         self._index_step(generation, removed=None, added=stored)
+        with self._progress:
+            self._pending = max(0, self._pending - len(rows))
+            self._progress.notify_all()
 
     def catch_up(self, where: str, params: tuple[Any, ...]) -> str | None:
         """Before a search: embed the queued passages it could return, if there are only a
