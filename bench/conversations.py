@@ -393,6 +393,7 @@ def _facts(rng: random.Random) -> list[Fact]:
                     [EVENT_TOPICS[number]],
                     event=number,
                     fallback=event["when"].format(**values),
+                    follow=["user: " + f.format(**values) for f in event["follow"]],
                 )
             )
     for hop, topics in zip(HOPS, HOP_TOPICS, strict=True):
