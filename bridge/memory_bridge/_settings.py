@@ -124,13 +124,23 @@ class Settings(BaseSettings):
     search_dense_candidates: int = Field(
         500, ge=10, le=100_000, description="Passages the dense side of a knowledge search ranks."
     )
-    search_prefix_min: int = Field(
+    search_feedback_docs: int = Field(
         0,
+        ge=0,
+        le=10,
+        description="Pseudo-relevance feedback: the words of this many best hits are added to the query for "
+        "a second keyword round (finds the other half of a two-part answer); 0 turns it off.",
+    )
+    search_feedback_weight: float = Field(
+        0.2, ge=0.0, le=1.0, description="The second keyword round's share in a hit's score."
+    )
+    search_prefix_min: int = Field(
+        3,
         ge=0,
         le=32,
         description="Query words at least this long also match longer words that start with them "
-        "(`rotat` finds `rotation`); 0 matches whole words only (the index is stemmed, so `beds` "
-        "finds `bed` either way).",
+        "(`rotat` finds `rotation`); 0 matches whole words only. The index is stemmed either way "
+        "(`beds` finds `bed`).",
     )
     absorb_max_file_bytes: int = Field(500_000, gt=0, description="Largest file absorb_files reads.")
     absorb_default_dataset: str = Field("knowledge", description="Slot absorb_files writes to by default.")

@@ -112,6 +112,8 @@ def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = Non
         keyword_candidates=settings.search_keyword_candidates,
         dense_candidates=settings.search_dense_candidates,
         prefix_min=settings.search_prefix_min or None,
+        feedback_docs=settings.search_feedback_docs,
+        feedback_weight=settings.search_feedback_weight,
     )
     return SqliteKnowledgeStore(
         sqlite_path(settings, url, _KNOWLEDGE_DB),

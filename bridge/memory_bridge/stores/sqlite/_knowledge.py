@@ -440,8 +440,6 @@ class SqliteKnowledgeStore:
             )
             if mode == "hybrid":
                 fused = fuse(self.ranking, keyword, dense)
-                if self.ranking.feedback_docs and fused:
-                    fused = self._feedback(conn, query, fused, where, params)
             else:  # one side alone: its own score (BM25 normalised to the best hit)
                 side = dense if mode == "dense" else keyword
                 best = max((v[0] for v in side.values()), default=0.0) or 1.0
@@ -450,6 +448,8 @@ class SqliteKnowledgeStore:
                     ((max(0.0, v[0]) / norm, document, v[1]) for document, v in side.items()),
                     key=lambda item: (-item[0], item[1]),
                 )
+            if self.ranking.feedback_docs and fused and mode != "dense":
+                fused = self._feedback(conn, query, fused, where, params)
             scored = [item for item in fused if score_threshold is None or item[0] >= score_threshold]
             hits = [self._hit(conn, document, passage, score) for score, document, passage in scored[:top_k]]
             return SearchPage(hits, len(scored), degraded)

@@ -8,9 +8,12 @@ import anyio
 import pytest
 
 from memory_bridge import load_settings
+from memory_bridge.stores import DocMetadata, KnowledgeFilter
 from memory_bridge.stores._url import open_knowledge_store
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge_ranking import Ranking, fuse
+
+pytestmark = pytest.mark.anyio
 
 KEYWORD = {1: (9.0, 11), 2: (3.0, 21)}  # document -> (BM25, passage)
 DENSE = {2: (0.9, 22), 3: (0.8, 31), 1: (0.1, 12)}  # document -> (cosine, passage)
@@ -45,3 +48,30 @@ def test_settings_reach_the_embedded_store(tmp_path: Path) -> None:
     assert store.ranking.fusion == "rrf" and store.ranking.vector_weight == 0.4
     assert store.ranking.prefix_min == 4
     anyio.run(store.close)
+
+
+async def test_feedback_finds_the_other_half_of_a_two_part_answer(tmp_path: Path) -> None:
+    notes = {
+        "cousin.md": "My cousin Mei just moved to Lisbon for a job at a fintech startup.",
+        "visit.md": "When I visit Lisbon in the spring I really want to try the grilled sardines.",
+        "other.md": "The fintech newsletter had nothing new this week.",
+    }
+    found = {}
+    for feedback in (0, 1):
+        store = SqliteKnowledgeStore(
+            tmp_path / f"k{feedback}.db",
+            embedder=None,
+            default_slots=["knowledge"],
+            ranking=Ranking(feedback_docs=feedback),
+        )
+        try:
+            for name, text in notes.items():
+                await store.upsert("knowledge", name, text, DocMetadata(), origin="t")
+            page = await store.search(
+                ["knowledge"], "cousin Mei fintech", KnowledgeFilter(), top_k=5, score_threshold=None
+            )
+            found[feedback] = [hit.document_name for hit in page.hits]
+        finally:
+            await store.close()
+    assert "visit.md" not in found[0]  # no word of the question
+    assert found[1][0] == "cousin.md" and "visit.md" in found[1]  # `Lisbon`, from the best hit
