@@ -178,7 +178,7 @@ class SqliteKnowledgeStore:
         await self._ensure_default_slots()
         passages = chunk_text(text)
         digest = _sha(text, metadata)
-        model = self._vectors.embedder.name if self._vectors is not None else None
+        model = self._vectors.tag if self._vectors is not None else None
 
         def run(conn: sqlite3.Connection, now: float) -> UpsertOutcome:
             slot_id = self._slot_id(conn, slot)

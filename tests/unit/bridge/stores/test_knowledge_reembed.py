@@ -185,7 +185,9 @@ async def test_a_search_right_after_a_burst_of_saves_is_not_degraded(
     try:
         for n in range(300):  # a capture flush: many saves, one after the other, no upkeep
             name, text = (
-                ("home-notes.md", dog) if n == 150 else (f"build-{n}.md", f"Build step {n} compiles module {n}.")
+                ("home-notes.md", dog)
+                if n == 150
+                else (f"build-{n}.md", f"Build step {n} compiles module {n}.")
             )
             await store.upsert("knowledge", name, text, DocMetadata(), origin="t")
         query = "where does the young dog rest at night"  # no word in common with home-notes.md
@@ -196,5 +198,19 @@ async def test_a_search_right_after_a_burst_of_saves_is_not_degraded(
         page = await search(store, query)
         assert page.degraded is None
         assert page.hits[0].document_name == "home-notes.md"
+    finally:
+        await store.close()
+
+
+async def test_the_model_sees_the_passage_without_the_document_name(
+    tmp_path: Path, recording: Recording
+) -> None:
+    store = SqliteKnowledgeStore(tmp_path / "k.db", embedder=recording, default_slots=["knowledge"])
+    try:
+        await store.upsert(
+            "knowledge", "tokens.md", "Renew the bearer credential.", DocMetadata(), origin="t"
+        )
+        await store.upkeep()
+        assert recording.texts == ["Renew the bearer credential."]
     finally:
         await store.close()
