@@ -78,19 +78,20 @@ class KnowledgeVectors:
         self._wake.set()
 
     def _work(self) -> None:
-        while not self._closed:
-            self._wake.wait()
-            self._wake.clear()
-            try:
-                while not self._closed and self.embed_queued(BATCH):
-                    pass
-            except StoreError as exc:  # the next write or search tries again
-                log.warning("embedding knowledge passages failed: %s", exc)
+        try:
+            while not self._closed:
+                self._wake.wait()
+                self._wake.clear()
+                try:
+                    while not self._closed and self.embed_queued(BATCH):
+                        pass
+                except StoreError as exc:  # the next write or search tries again
+                    log.warning("embedding knowledge passages failed: %s", exc)
+                except RuntimeError:  # no model: search says so, keywords keep working
+                    return
                 self._settle(failed=False)
-            except RuntimeError:  # no model: search says so, keywords keep working
-                self._settle(failed=True)
-                return
-            self._settle(failed=False)
+        finally:  # the worker is gone: writes must not wait for it
+            self._settle(failed=True)
 
     def _settle(self, *, failed: bool) -> None:
         """The worker stopped (the queue is empty, or it cannot go on): release waiting writes."""
