@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, get_args
 import anyio
 
 from _env import git_commit
+from _variants import DEFAULT, EvalSet, VariantScores, run_variants, variants_report
 from memory_bridge.search import (
     MINILM_FLOAT_NAME,
     MINILM_NAME,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / "retrieval_data"
+CONVERSATIONS = DATA / "conversations"  # written by bench/conversations.py
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (1_000,)
 SLOTS = ("knowledge", "self_improvement")
@@ -74,6 +76,7 @@ LATENCY_ROUNDS = 3
 SEED = 20_240_611
 EMBED_THREADS = 2
 TARGET_P95_MS = 50.0
+DEFAULT_VARIANT = DEFAULT.label  # the store's default ranking
 TARGET_INGEST_DOCS_S = 150.0
 COMPARE_DOCS = 400  # distinct pool paragraphs written both ways in the ingest comparison
 INGEST_BASELINE = "one at a time, each embedded before the next (baseline)"
@@ -114,6 +117,7 @@ class Query:
     id: str
     query: str
     gold: tuple[str, ...]
+    kind: str = "general"  # the question type (the conversation set has several)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -165,7 +169,8 @@ def load_atoms(path: Path) -> list[Atom]:
 def load_queries(path: Path, atoms: Sequence[Atom]) -> list[Query]:
     """Queries from a JSONL file; every gold id must be an atom."""
     queries = [
-        Query(str(r["id"]), str(r["query"]), tuple(str(g) for g in r["gold"])) for r in read_jsonl(path)
+        Query(str(r["id"]), str(r["query"]), tuple(str(g) for g in r["gold"]), str(r.get("type", "general")))
+        for r in read_jsonl(path)
     ]
     known = {a.id for a in atoms}
     for query in queries:
@@ -719,8 +724,7 @@ FILLER_NOTE = (
     "Filler: synthetic documents in slot '{slot}', each the text of one of a pool of {pool} distinct"
     " generated paragraphs (names unique). Document vectors are cached by text, so only the pool's"
     " paragraphs (and the atoms) run through the model; later filler documents reuse the vector of"
-    " their paragraph. The store embeds `name + blank line + first passage`, so the cache ignores the"
-    " filler name prefix: a reused vector was computed with another filler document's name."
+    " their paragraph. The store embeds passages alone (no document name in front)."
     " Documents are written in runs that are all 'fresh' (vectors not cached: the model runs, the"
     " honest ingest rate, distinct texts) or all 'reused' (served from the cache: the store's own"
     " cost); each run is timed until all its documents are searchable with their vectors."
@@ -892,6 +896,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help=f"sizes {','.join(map(str, QUICK_SIZES))} only")
     parser.add_argument("--json", type=Path, default=None, help="also write every number to this file")
     parser.add_argument(
+        "--conversations",
+        type=Path,
+        default=CONVERSATIONS,
+        help="the conversation eval set: a directory with atoms.jsonl and queries.jsonl",
+    )
+    parser.add_argument(
+        "--variants-only", action="store_true", help="only the ranking variants on both eval sets"
+    )
+    parser.add_argument("--skip-variants", action="store_true", help="everything but the ranking variants")
+    parser.add_argument(
         "--kernels", choices=tuple(KERNELS), default="int8", help="the model's MatMul kernels (default int8)"
     )
     args = parser.parse_args(argv)
@@ -913,11 +927,47 @@ def quality_json(scores: dict[str, Quality]) -> dict[str, Any]:
     }
 
 
+def eval_set(name: str, atoms: Sequence[Atom], queries: Sequence[Query]) -> EvalSet:
+    return EvalSet(
+        name,
+        atom_writes(atoms),
+        {(a.slot, a.name): a.id for a in atoms},
+        [(q.id, q.query, q.gold, q.kind) for q in queries],
+    )
+
+
+async def variants(sets: Sequence[EvalSet], embedder: CachingEmbedder) -> dict[str, list[VariantScores]]:
+    """Every ranking variant on every eval set (see _variants.py)."""
+
+    async def ingest_all(store: SqliteKnowledgeStore, writes: Sequence[Any]) -> None:
+        await ingest(store, writes, IngestTiming())
+
+    return await run_variants(
+        sets, lambda directory: open_store(directory, embedder), ingest_all, search, progress
+    )
+
+
+def variants_json(results: dict[str, list[VariantScores]]) -> dict[str, Any]:
+    return {name: [asdict(s) for s in scores] for name, scores in results.items()}
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """The whole benchmark: prints the report and returns every number."""
     started = time.perf_counter()
     atoms = load_atoms(args.atoms)
     queries = load_queries(args.queries, atoms)
+    chat_atoms = load_atoms(args.conversations / "atoms.jsonl")
+    chat_queries = load_queries(args.conversations / "queries.jsonl", chat_atoms)
+    sets = [
+        eval_set(f"conversations ({len(chat_atoms)} turns)", chat_atoms, chat_queries),
+        eval_set(f"engineering atoms ({len(atoms)})", atoms, queries),
+    ]
+    if args.variants_only:
+        embedder = CachingEmbedder(lazy_minilm(EMBED_THREADS))
+        embedder.embed_query("warm up")
+        compared_variants = await variants(sets, embedder)
+        print(variants_report(compared_variants, DEFAULT_VARIANT), flush=True)
+        return {"variants": variants_json(compared_variants), "environment": environment(args.kernels)}
     if args.sizes[0] < len(atoms):
         raise BenchError(f"size {args.sizes[0]} is smaller than the {len(atoms)} atoms")
     load_before = os.getloadavg()
@@ -930,6 +980,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print(first_use_report(first_use, model.name), end="\n\n", flush=True)
         ingest, scores = await quality_run(atoms, queries, embedder)
         print(quality_report(len(atoms), len(queries), ingest, scores), end="\n\n", flush=True)
+        compared_variants = {} if args.skip_variants else await variants(sets, embedder)
+        if compared_variants:
+            print(variants_report(compared_variants, DEFAULT_VARIANT), end="\n\n", flush=True)
         pool = paragraph_pool(POOL_SIZE, SEED)
         compared = await compare_ingest(paragraph_pool(COMPARE_DOCS, SEED + 3), model, other)
         print(ingest_report(compared), end="\n\n", flush=True)
@@ -944,6 +997,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "ingest": asdict(ingest),
             **quality_json(scores),
         },
+        "variants": variants_json(compared_variants),
         "ingest": {label: asdict(t) for label, t in compared.items()},
         "scale": [asdict(r) for r in results],
         "embedder_cache": {"embedded": embedder.embedded, "reused": embedder.reused, "pool_size": POOL_SIZE},

@@ -105,6 +105,43 @@ class Settings(BaseSettings):
         2, gt=0, le=64, description="Texts the bundled model embeds at once, one CPU thread each."
     )
     max_results: int = Field(8, gt=0, le=50, description="Default number of search_memory records.")
+    search_fusion: Literal["weighted", "rrf"] = Field(
+        "weighted",
+        description="How the embedded knowledge store fuses its two rankings in hybrid search: `weighted` "
+        "(search_vector_weight x cosine + the rest x BM25 relative to the best keyword hit) or `rrf` "
+        "(reciprocal-rank fusion with the same weights, search_rrf_k).",
+    )
+    search_vector_weight: float = Field(
+        0.7,
+        ge=0.0,
+        le=1.0,
+        description="Share of the dense (vector) side in hybrid search; keywords get the rest.",
+    )
+    search_rrf_k: int = Field(60, gt=0, le=1000, description="The rank offset of reciprocal-rank fusion.")
+    search_keyword_candidates: int = Field(
+        200, ge=10, le=10_000, description="Passages the keyword side of a knowledge search ranks."
+    )
+    search_dense_candidates: int = Field(
+        500, ge=10, le=100_000, description="Passages the dense side of a knowledge search ranks."
+    )
+    search_feedback_docs: int = Field(
+        0,
+        ge=0,
+        le=10,
+        description="Pseudo-relevance feedback: the words of this many best hits are added to the query for "
+        "a second keyword round (finds the other half of a two-part answer); 0 turns it off.",
+    )
+    search_feedback_weight: float = Field(
+        0.2, ge=0.0, le=1.0, description="The second keyword round's share in a hit's score."
+    )
+    search_prefix_min: int = Field(
+        3,
+        ge=0,
+        le=32,
+        description="Query words at least this long also match longer words that start with them "
+        "(`rotat` finds `rotation`); 0 matches whole words only. The index is stemmed either way "
+        "(`beds` finds `bed`).",
+    )
     absorb_max_file_bytes: int = Field(500_000, gt=0, description="Largest file absorb_files reads.")
     absorb_default_dataset: str = Field("knowledge", description="Slot absorb_files writes to by default.")
     audit_lore_stale_days: int = Field(90, gt=0, description="Age at which audit_memory flags project-lore.")

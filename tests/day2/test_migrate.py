@@ -9,8 +9,12 @@ from pathlib import Path
 import anyio
 import pytest
 
+from memory_bridge import load_settings
+from memory_bridge.stores import KnowledgeFilter
+from memory_bridge.stores._url import open_knowledge_store
 from memory_bridge.stores.dify._client import DifyClient
 from memory_bridge.stores.sqlite import SCHEMA_VERSION
+from memory_bridge.stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
 from memory_bridge.stores.sqlite._schema import _MIGRATIONS, run_migrations
 
 from ..servers import RunningServer
@@ -173,3 +177,44 @@ def test_a_new_embedding_model_re_embeds_the_knowledge_with_progress(tmp_path: P
     assert applied.code == 0 and "reembed-knowledge" in applied.stdout
     assert "re-embedding" in applied.stderr  # the progress bar
     assert memctl("migrate", "--project", str(tmp_path), "--json").json["changed"] is False
+
+
+def keyword_hits(project: Path, query: str) -> list[str]:
+    """Document names a keyword search of the project's knowledge store finds."""
+
+    async def run() -> list[str]:
+        settings = load_settings(project=project)
+        store = open_knowledge_store(settings)
+        try:
+            page = await store.search(
+                ["knowledge"], query, KnowledgeFilter(), top_k=5, score_threshold=None, mode="keyword"
+            )
+            return [hit.document_name for hit in page.hits]
+        finally:
+            await store.close()
+
+    return anyio.run(run)
+
+
+def test_an_unstemmed_knowledge_index_is_rebuilt_stemmed(tmp_path: Path) -> None:
+    configure(tmp_path, embedding_model="none")
+    seed_documents(tmp_path)
+    path = tmp_path / ".memory" / "knowledge.db"
+    with sqlite3.connect(path) as conn:  # the keyword index as schema 1 left it: words as written
+        conn.execute("DROP TABLE passages_fts")
+        conn.execute(
+            "CREATE VIRTUAL TABLE passages_fts USING fts5"
+            " (name, content, tokenize = 'unicode61 remove_diacritics 2')"
+        )
+        conn.execute(
+            "INSERT INTO passages_fts (rowid, name, content) SELECT p.rowid, d.name, p.content"
+            " FROM passages AS p JOIN documents AS d ON d.rowid = p.document"
+        )
+        conn.execute("PRAGMA user_version = 1")
+    dry = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")
+    pending = step(dry.json["pending"], "knowledge-schema")
+    assert pending["detail"] == f"schema 1 -> {KNOWLEDGE_SCHEMA_VERSION}"
+    assert memctl("migrate", "--project", str(tmp_path), "--json").code == 0
+    assert user_version(path) == KNOWLEDGE_SCHEMA_VERSION
+    # `switched` and `deploying` are not in the text: `switch` and `Deploys` are
+    assert keyword_hits(tmp_path, "switched deploying") == ["deploy.md"]

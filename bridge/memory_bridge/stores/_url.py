@@ -103,9 +103,23 @@ def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = Non
             f"knowledge store scheme {scheme!r} is not supported; use sqlite, sqlite:///path or dify+https://host/v1"
         )
     from .sqlite._knowledge import SqliteKnowledgeStore
+    from .sqlite._knowledge_ranking import Ranking
 
+    ranking = Ranking(
+        fusion=settings.search_fusion,
+        vector_weight=settings.search_vector_weight,
+        rrf_k=settings.search_rrf_k,
+        keyword_candidates=settings.search_keyword_candidates,
+        dense_candidates=settings.search_dense_candidates,
+        prefix_min=settings.search_prefix_min or None,
+        feedback_docs=settings.search_feedback_docs,
+        feedback_weight=settings.search_feedback_weight,
+    )
     return SqliteKnowledgeStore(
-        sqlite_path(settings, url, _KNOWLEDGE_DB), embedder=embedder, default_slots=settings.slots
+        sqlite_path(settings, url, _KNOWLEDGE_DB),
+        embedder=embedder,
+        default_slots=settings.slots,
+        ranking=ranking,
     )
 
 

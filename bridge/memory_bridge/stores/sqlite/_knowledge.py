@@ -3,8 +3,7 @@
 A document is split into passages; each passage is indexed by FTS5 (BM25) at once and,
 when an embedding model is available, by a vector computed off the write path
 (`_knowledge_vectors`), kept in the database and mirrored in an in-memory matrix.
-Search fuses the two per document (best passage): 0.7 x cosine + 0.3 x BM25 normalised
-to the best keyword hit, the weights Dify's hybrid search uses.
+Search fuses the two per document (best passage) as `Ranking` says (_knowledge_ranking).
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from .._knowledge import (
 )
 from .._query import query_terms
 from ._db import Database
+from ._knowledge_ranking import Ranking, fuse
 from ._knowledge_schema import migrate_knowledge
 from ._knowledge_terms import TermFrequencies
 from ._knowledge_vectors import BATCH as EMBED_BATCH
@@ -45,10 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SqliteKnowledgeStore"]
 
-VECTOR_WEIGHT = 0.7
-KEYWORD_WEIGHT = 0.3
-_KEYWORD_CANDIDATES = 200
-_DENSE_CANDIDATES = 500  # passages; the keyword candidates get their cosine as well
 _DOC_COLUMNS = (
     "d.rowid, d.id, s.name, d.name, d.text, d.enabled, d.created_at, d.updated_at, d.origin, "
     "d.atom_type, d.project_module, d.language, d.task_type, d.error_pattern, d.scope"
@@ -118,8 +114,10 @@ class SqliteKnowledgeStore:
         embedder: Embedder | LazyEmbedder | None,
         default_slots: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
+        ranking: Ranking | None = None,
     ) -> None:
         self.path = path
+        self.ranking = ranking or Ranking()
         self.url = f"sqlite:///{path}"
         self.embedder = embedder
         self._db = Database(path, migrate_knowledge, clock=clock)
@@ -180,7 +178,7 @@ class SqliteKnowledgeStore:
         await self._ensure_default_slots()
         passages = chunk_text(text)
         digest = _sha(text, metadata)
-        model = self._vectors.embedder.name if self._vectors is not None else None
+        model = self._vectors.tag if self._vectors is not None else None
 
         def run(conn: sqlite3.Connection, now: float) -> UpsertOutcome:
             slot_id = self._slot_id(conn, slot)
@@ -243,7 +241,9 @@ class SqliteKnowledgeStore:
 
         outcome = await self._db.write("upsert", run)
         if self._vectors is not None and outcome.indexing_status == "indexing":
+            self._vectors.queue(len(passages))
             self._vectors.kick()
+            await anyio.to_thread.run_sync(self._vectors.wait_backlog)
         return outcome
 
     @staticmethod
@@ -356,7 +356,11 @@ class SqliteKnowledgeStore:
             "SELECT p.document, p.rowid, -bm25(passages_fts, 2.0, 1.0) AS relevance FROM passages_fts"
             " JOIN passages AS p ON p.rowid = passages_fts.rowid JOIN documents AS d ON d.rowid = p.document"
             f" WHERE passages_fts MATCH ? AND {where} ORDER BY relevance DESC LIMIT ?",
-            [self._terms.match(conn, terms), *params, _KEYWORD_CANDIDATES],
+            [
+                self._terms.match(conn, terms, self.ranking.prefix_min),
+                *params,
+                self.ranking.keyword_candidates,
+            ],
         ).fetchall()
         best: dict[int, tuple[float, int]] = {}
         for document, passage, relevance in rows:
@@ -378,7 +382,9 @@ class SqliteKnowledgeStore:
             return {}
         index = self._vectors.index(conn)
         rows = self._vectors.rows_allowed(conn, index, where, params)
-        return index.best_per_document(query_vector, rows=rows, limit=_DENSE_CANDIDATES, documents=keyword)
+        return index.best_per_document(
+            query_vector, rows=rows, limit=self.ranking.dense_candidates, documents=keyword
+        )
 
     def _query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
         if self.embedder is None:
@@ -432,25 +438,50 @@ class SqliteKnowledgeStore:
                 if query_vector is not None and mode != "keyword"
                 else {}
             )
-            best_keyword = max((v[0] for v in keyword.values()), default=0.0) or 1.0
-            scored: list[tuple[float, int, int]] = []
-            for document in keyword.keys() | dense.keys():
-                kw = keyword[document][0] / best_keyword if document in keyword else 0.0
-                vector = max(0.0, dense[document][0]) if document in dense else 0.0
-                if mode == "hybrid":
-                    score = VECTOR_WEIGHT * vector + KEYWORD_WEIGHT * kw
-                else:
-                    score = vector if mode == "dense" else kw
-                passage = dense[document][1] if document in dense else keyword[document][1]
-                if mode == "hybrid" and document in keyword and (document not in dense or kw >= vector):
-                    passage = keyword[document][1]
-                if score_threshold is None or score >= score_threshold:
-                    scored.append((score, document, passage))
-            scored.sort(key=lambda item: (-item[0], item[1]))
+            if mode == "hybrid":
+                fused = fuse(self.ranking, keyword, dense)
+            else:  # one side alone: its own score (BM25 normalised to the best hit)
+                side = dense if mode == "dense" else keyword
+                best = max((v[0] for v in side.values()), default=0.0) or 1.0
+                norm = 1.0 if mode == "dense" else best
+                fused = sorted(
+                    ((max(0.0, v[0]) / norm, document, v[1]) for document, v in side.items()),
+                    key=lambda item: (-item[0], item[1]),
+                )
+            if self.ranking.feedback_docs and fused and mode != "dense":
+                fused = self._feedback(conn, query, fused, where, params)
+            scored = [item for item in fused if score_threshold is None or item[0] >= score_threshold]
             hits = [self._hit(conn, document, passage, score) for score, document, passage in scored[:top_k]]
             return SearchPage(hits, len(scored), degraded)
 
         return self._db.run("search_memory", run, False)
+
+    def _feedback(
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        fused: list[tuple[float, int, int]],
+        where: str,
+        params: list[Any],
+    ) -> list[tuple[float, int, int]]:
+        """Pseudo-relevance feedback: a second keyword round with the words of the best
+        passages added to the query's, its BM25 (relative to its best hit, times
+        `feedback_weight`) added to each document's fused score. Finds the second turn of
+        a two-turn answer, which shares words with the first turn but not the question."""
+        top = [passage for _, _, passage in fused[: self.ranking.feedback_docs]]
+        marks = ", ".join("?" for _ in top)
+        texts = [r[0] for r in conn.execute(f"SELECT content FROM passages WHERE rowid IN ({marks})", top)]
+        terms = query_terms(" ".join([query, *texts]))
+        second = self._keyword(conn, terms, where, params)
+        best = max((v[0] for v in second.values()), default=0.0) or 1.0
+        scores = {document: (score, passage) for score, document, passage in fused}
+        for document, (relevance, passage) in second.items():
+            score, shown = scores.get(document, (0.0, passage))
+            scores[document] = (score + self.ranking.feedback_weight * relevance / best, shown)
+        return sorted(
+            ((score, document, passage) for document, (score, passage) in scores.items()),
+            key=lambda item: (-item[0], item[1]),
+        )
 
     def _substring(
         self, conn: sqlite3.Connection, query: str, where: str, params: list[Any], top_k: int

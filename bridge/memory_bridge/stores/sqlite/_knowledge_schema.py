@@ -6,7 +6,9 @@ import sqlite3
 
 from ._schema import run_migrations
 
-__all__ = ["KNOWLEDGE_SCHEMA_VERSION", "migrate_knowledge"]
+__all__ = ["FTS_TOKENIZER", "KNOWLEDGE_SCHEMA_VERSION", "migrate_knowledge"]
+
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the keyword index's, since schema 2
 
 _MIGRATIONS: tuple[str, ...] = (
     """
@@ -62,6 +64,14 @@ _MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX passages_by_model ON passages (model);
 
     CREATE VIRTUAL TABLE passages_fts USING fts5 (name, content, tokenize = 'unicode61 remove_diacritics 2');
+    """,
+    # 2: stemmed keywords (`beds` finds `bed`, `adopting` finds `adopted`): the index is
+    # rebuilt from the passages, which keep their vectors.
+    f"""
+    DROP TABLE passages_fts;
+    CREATE VIRTUAL TABLE passages_fts USING fts5 (name, content, tokenize = '{FTS_TOKENIZER}');
+    INSERT INTO passages_fts (rowid, name, content)
+        SELECT p.rowid, d.name, p.content FROM passages AS p JOIN documents AS d ON d.rowid = p.document;
     """,
 )
 

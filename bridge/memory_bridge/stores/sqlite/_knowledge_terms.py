@@ -27,19 +27,22 @@ class TermFrequencies:
     """Passage counts of query words (as the full-text index matches them), cached."""
 
     def __init__(self) -> None:
-        self._counts: dict[str, tuple[float, int]] = {}  # word -> (passages matched, store size then)
+        # (word, prefix rule) -> (passages matched, store size then)
+        self._counts: dict[tuple[str, int | None], tuple[float, int]] = {}
         self._lock = threading.Lock()
 
-    def _matches(self, conn: sqlite3.Connection, term: str, size: int, cap: int) -> float:
+    def _matches(
+        self, conn: sqlite3.Connection, term: str, prefix_min: int | None, size: int, cap: int
+    ) -> float:
         """How many passages the word matches, counted up to `cap` (infinity beyond)."""
         with self._lock:
-            cached = self._counts.get(term)
+            cached = self._counts.get((term, prefix_min))
         if cached is not None and cached[1] / _DRIFT <= size <= cached[1] * _DRIFT:
             return cached[0]
         count: float = int(
             conn.execute(
                 "SELECT count(*) FROM (SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? LIMIT ?)",
-                (match_expression([term], "any"), cap),
+                (match_expression([term], "any", prefix_min), cap),
             ).fetchone()[0]
         )
         if count >= cap:
@@ -47,16 +50,16 @@ class TermFrequencies:
         with self._lock:
             if len(self._counts) >= _CACHE:
                 self._counts.clear()
-            self._counts[term] = (count, size)
+            self._counts[(term, prefix_min)] = (count, size)
         return count
 
-    def match(self, conn: sqlite3.Connection, terms: list[str]) -> str:
+    def match(self, conn: sqlite3.Connection, terms: list[str], prefix_min: int | None) -> str:
         """The FTS5 match expression for a query's words: any of the discriminating ones,
-        else all of them."""
+        else all of them (`prefix_min`: see `match_expression`)."""
         mode: Literal["all", "any"] = "any"
         size = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0])
         limit = max(COMMON_FLOOR, int(COMMON_SHARE * size))
         if size > limit:  # otherwise no word can be common
-            rare = [t for t in terms if self._matches(conn, t, size, limit + 1) <= limit]
+            rare = [t for t in terms if self._matches(conn, t, prefix_min, size, limit + 1) <= limit]
             terms, mode = (rare, "any") if rare else (terms, "all")
-        return match_expression(terms, mode)
+        return match_expression(terms, mode, prefix_min)

@@ -11,15 +11,20 @@ __all__ = ["PREFIX_MIN", "match_expression", "tag_clause"]
 PREFIX_MIN = 3
 
 
-def match_expression(terms: list[str], mode: Literal["all", "any"]) -> str:
-    """Each term as a quoted query, joined with AND ("all") or OR ("any"). Terms of three
-    characters or more match as word prefixes (`rotat` finds `rotation`); shorter ones
-    match whole words only, so `be` does not find `bearer`.
+def match_expression(
+    terms: list[str], mode: Literal["all", "any"], prefix_min: int | None = PREFIX_MIN
+) -> str:
+    """Each term as a quoted query, joined with AND ("all") or OR ("any"). Terms of
+    `prefix_min` characters or more match as word prefixes (`rotat` finds `rotation`);
+    shorter ones match whole words only, so `be` does not find `bearer`. With `prefix_min`
+    None every term matches whole words (a stemming index matches other forms anyway).
 
     Terms are runs of word characters, so they never contain a quote.
     """
     joiner = " AND " if mode == "all" else " OR "
-    words = joiner.join(f'"{term}"*' if len(term) >= PREFIX_MIN else f'"{term}"' for term in terms)
+    words = joiner.join(
+        f'"{term}"*' if prefix_min is not None and len(term) >= prefix_min else f'"{term}"' for term in terms
+    )
     return f"({words})"
 
 

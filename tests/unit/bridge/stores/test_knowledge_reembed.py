@@ -175,3 +175,42 @@ async def test_a_model_that_cannot_load_degrades_to_keywords(tmp_path: Path) -> 
         assert await store.upkeep() == 0
     finally:
         await store.close()
+
+
+async def test_a_search_right_after_a_burst_of_saves_is_not_degraded(
+    tmp_path: Path, minilm: LazyEmbedder
+) -> None:
+    store = SqliteKnowledgeStore(tmp_path / "k.db", embedder=minilm, default_slots=["knowledge"])
+    dog = "Our puppy sleeps on a soft cushion by the kitchen radiator."
+    try:
+        for n in range(300):  # a capture flush: many saves, one after the other, no upkeep
+            name, text = (
+                ("home-notes.md", dog)
+                if n == 150
+                else (f"build-{n}.md", f"Build step {n} compiles module {n}.")
+            )
+            await store.upsert("knowledge", name, text, DocMetadata(), origin="t")
+        query = "where does the young dog rest at night"  # no word in common with home-notes.md
+        keyword = await store.search(
+            ["knowledge"], query, KnowledgeFilter(), top_k=5, score_threshold=None, mode="keyword"
+        )
+        assert "home-notes.md" not in [h.document_name for h in keyword.hits]
+        page = await search(store, query)
+        assert page.degraded is None
+        assert page.hits[0].document_name == "home-notes.md"
+    finally:
+        await store.close()
+
+
+async def test_the_model_sees_the_passage_without_the_document_name(
+    tmp_path: Path, recording: Recording
+) -> None:
+    store = SqliteKnowledgeStore(tmp_path / "k.db", embedder=recording, default_slots=["knowledge"])
+    try:
+        await store.upsert(
+            "knowledge", "tokens.md", "Renew the bearer credential.", DocMetadata(), origin="t"
+        )
+        await store.upkeep()
+        assert recording.texts == ["Renew the bearer credential."]
+    finally:
+        await store.close()
