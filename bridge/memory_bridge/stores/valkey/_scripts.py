@@ -8,6 +8,15 @@ the scripts so no write scans), `memexp` (sorted set: id -> expiry time of entri
 TTL) and `memexpidx` (hash: id -> the index sets that entry is in), so expired entries
 can be taken out of their index sets after Valkey drops their hash.
 
+Outside cluster mode memctl also keeps a word index for `memory_search`: `memw:<word>`
+(set of `mem:<id>` members having that word in their title, id, tags or body),
+`memvocab` (sorted set of every indexed word, for prefix lookups by ZRANGEBYLEX) and
+`memterms:<id>` (the words the entry is indexed under, space-separated, with the entry's
+TTL). The words are computed by the store (Python's tokenisation, `_words`) and passed in;
+every script that changes an entry moves its words in the same call, so the index never
+drifts. `memidx` is `ready` once every entry is indexed (see `INDEX_BATCH`); until then
+searches scan.
+
 In cluster mode (`a.cluster`) a script may only touch the keys of its own slot: the
 entry's three keys, which share the hash tag `{<id>}`. Index sets, the count and the
 expiry bookkeeping live in other slots, so the script leaves them alone and returns
@@ -19,7 +28,20 @@ Arguments arrive as one JSON object in ARGV[1]; results leave as one JSON object
 
 from __future__ import annotations
 
-__all__ = ["DELETE", "EXPORT", "FETCH", "GET", "IMPORT", "OP_RESERVE", "SWEEP", "UPGRADE", "WRITE"]
+__all__ = [
+    "DELETE",
+    "EXPORT",
+    "FETCH",
+    "GET",
+    "IMPORT",
+    "INDEX_BATCH",
+    "INDEX_READ",
+    "OP_RESERVE",
+    "SEARCH",
+    "SWEEP",
+    "UPGRADE",
+    "WRITE",
+]
 
 _PRELUDE = r"""
 local book = {}
@@ -56,11 +78,45 @@ local function idx_add(a, itype, project, tags)
   redis.call('SADD', a.prefix .. 'project:' .. project, a.member)
   for _, tag in ipairs(tags) do redis.call('SADD', a.prefix .. 'tag:' .. tag, a.member) end
 end
+local function word_drop(prefix, vocab, word, member)
+  local key = prefix .. 'memw:' .. word
+  redis.call('SREM', key, member)
+  if redis.call('SCARD', key) == 0 then redis.call('ZREM', vocab, word) end
+end
+local function drop_words(a, words)
+  if a.cluster or not words then return end
+  for w in string.gmatch(words, '%S+') do word_drop(a.prefix, KEYS[9], w, a.member) end
+end
+-- Move the entry's words from those in memterms to `words` (nil: the entry is gone).
+local function words_update(a, words)
+  if a.cluster then return end
+  local new, had = {}, {}
+  for _, w in ipairs(words or {}) do new[w] = true end
+  local old = redis.call('GET', KEYS[8])
+  if old then for w in string.gmatch(old, '%S+') do had[w] = true end end
+  for w in pairs(had) do
+    if not new[w] then word_drop(a.prefix, KEYS[9], w, a.member) end
+  end
+  for w in pairs(new) do
+    if not had[w] then
+      redis.call('SADD', a.prefix .. 'memw:' .. w, a.member)
+      redis.call('ZADD', KEYS[9], 0, w)
+    end
+  end
+  if words then redis.call('SET', KEYS[8], table.concat(words, ' ')) else redis.call('DEL', KEYS[8]) end
+end
+-- memterms lives and dies with the entry's hash.
+local function words_expire_with(a, mem)
+  if a.cluster then return end
+  local pttl = redis.call('PTTL', mem)
+  if pttl > 0 then redis.call('PEXPIRE', KEYS[8], pttl) end
+end
 local function count_by(a, delta)
   if a.cluster then book.count = (book.count or 0) + delta else redis.call('INCRBY', KEYS[5], delta) end
 end
 local function expiry_track(a, at, itype, project, tags_csv)
-  local info = cjson.encode({type = itype, project = project, tags = tags_csv})
+  local info = cjson.encode({type = itype, project = project, tags = tags_csv,
+    words = table.concat(a.words or {}, ' ')})
   if a.cluster then book.expiry = {at = at, info = info} return end
   redis.call('ZADD', KEYS[6], at, a.id)
   redis.call('HSET', KEYS[7], a.id, info)
@@ -77,6 +133,7 @@ local function forget_expired(a)
   if info then
     local i = cjson.decode(info)
     idx_remove(a, i.type, i.project, i.tags)
+    drop_words(a, i.words)
     count_by(a, -1)
     expiry_untrack(a)
   end
@@ -99,10 +156,11 @@ end
 """
 
 # KEYS: mem, memver, memrev, memop (a same-slot placeholder in cluster mode)
-#       and, outside cluster mode, memcount, memexp, memexpidx
+#       and, outside cluster mode, memcount, memexp, memexpidx, memterms, memvocab
 # ARGV[1]: {id, member, title, body, type, tags, source, project, ttl (0 = none),
 #           if_version (-1 = none), op_id ("" = none), stamp, now, max_versions, op_ttl,
-#           rollback (-1 = plain set), prefix, cluster}
+#           rollback (-1 = plain set), expect (rollback: the snapshot the words were
+#           computed from), words, prefix, cluster}
 WRITE = (
     _PRELUDE
     + r"""
@@ -113,6 +171,7 @@ local restored_from = ''
 if a.rollback >= 0 then
   local raw = redis.call('LINDEX', memver, a.rollback)
   if not raw then return cjson.encode({status = 'not_found'}) end
+  if not a.cluster and raw ~= a.expect then return cjson.encode({status = 'changed'}) end
   local ok, snap = pcall(cjson.decode, raw)
   if not ok or type(snap) ~= 'table' or type(snap.title) ~= 'string' then
     return cjson.encode({status = 'bad_snapshot'})
@@ -160,6 +219,7 @@ redis.call('HSET', mem, 'title', a.title, 'body', a.body, 'type', a.type, 'tags'
   'hits', is_new and '0' or (prev.hits or '0'), 'ttl', ttl_field,
   'created', is_new and a.stamp or (prev.created or a.stamp))
 idx_add(a, a.type, a.project, a.tags)
+words_update(a, a.words)
 push_snapshot(memver, snapshot(a.title, a.body, a.type, a.tags, a.source, a.project, a.stamp, operation, rev),
   a.max_versions)
 if a.rollback >= 0 then
@@ -176,6 +236,7 @@ else
   redis.call('PERSIST', memrev)
   expiry_untrack(a)
 end
+words_expire_with(a, mem)
 if a.op_id ~= '' and not a.cluster then
   redis.call('HSET', memop, 'memory_id', a.id, 'revision', rev, 'action', operation)
   redis.call('EXPIRE', memop, a.op_ttl)
@@ -184,7 +245,8 @@ return reply(a, {status = 'applied', operation = operation, revision = rev, rest
 """
 )
 
-# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp, memexpidx
+# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp,
+#       memexpidx, memterms, memvocab
 # ARGV[1]: {id, member, stamp, max_versions, prefix, cluster}
 DELETE = (
     _PRELUDE
@@ -199,6 +261,7 @@ push_snapshot(memver, snapshot(prev.title, prev.body or '', prev.type or '', spl
 redis.call('PERSIST', memver)
 redis.call('PERSIST', memrev)
 idx_remove(a, prev.type, prev.project, prev.tags)
+words_update(a, nil)
 redis.call('DEL', mem)
 count_by(a, -1)
 expiry_untrack(a)
@@ -217,7 +280,8 @@ local rev = tonumber(redis.call('GET', KEYS[2]) or '0')
 return {flat, hits, rev}
 """
 
-# KEYS: memexp, memexpidx, memcount (single-node mode only; cluster mode sweeps client-side)
+# KEYS: memexp, memexpidx, memcount, memvocab (single-node mode only; cluster mode sweeps
+# client-side)
 # ARGV[1]: {now, prefix, batch}
 SWEEP = (
     _PRELUDE
@@ -232,6 +296,8 @@ for _, id in ipairs(ids) do
       local i = cjson.decode(info)
       a.member = 'mem:' .. id
       idx_remove(a, i.type, i.project, i.tags)
+      for w in string.gmatch(i.words or '', '%S+') do word_drop(a.prefix, KEYS[4], w, a.member) end
+      redis.call('DEL', a.prefix .. 'memterms:' .. id)
       redis.call('DECR', KEYS[3])
       dropped = dropped + 1
     end
@@ -243,9 +309,11 @@ return dropped
 """
 )
 
-# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp, memexpidx
+# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp,
+#       memexpidx, memterms, memvocab
 # ARGV[1]: {id, member, entry ({title, body, type, tags, source, project, created, updated, hits, ttl}
-#           or false), revision, history (newest first), expires_at_ms (0 = none), prefix, cluster}
+#           or false), words (the entry's), revision, history (newest first), expires_at_ms
+#           (0 = none), prefix, cluster}
 IMPORT = (
     _PRELUDE
     + r"""
@@ -270,12 +338,14 @@ if e then
   count_by(a, 1)
   if a.expires_at_ms > 0 then expiry_track(a, a.expires_at_ms / 1000, e.type, e.project, tags_csv) end
 end
+words_update(a, e and a.words or nil)
 if a.revision > 0 then redis.call('SET', memrev, a.revision) end
 if #a.history > 0 then redis.call('RPUSH', memver, unpack(a.history)) end
 if e and a.expires_at_ms > 0 then
   redis.call('PEXPIREAT', mem, a.expires_at_ms)
   redis.call('PEXPIREAT', memver, a.expires_at_ms)
   redis.call('PEXPIREAT', memrev, a.expires_at_ms)
+  words_expire_with(a, mem)
 end
 return reply(a, {status = 'ok'})
 """
@@ -349,3 +419,117 @@ end
 return 1
 """
 )
+
+# Single-node mode only: the entries that may match a text query, from the word index.
+# Every query term contributes the members of `memw:<w>` for each indexed word w it
+# matches (a term of three or more characters matches the words it begins; a shorter
+# one only itself); members outside any filter set, and hashes gone (expired, not swept
+# yet), are left out. `total` is how many live entries the filter sets hold (memcount
+# when unfiltered), less entries expired but not swept yet: the store ranks by it.
+# KEYS: memidx, memcount, memexp, memvocab
+# ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack}
+# Returns {'unbuilt'} while the index is being built, else {'ok', total, ids, hashes}.
+SEARCH = r"""
+local a = cjson.decode(ARGV[1])
+if redis.call('GET', KEYS[1]) ~= 'ready' then return {'unbuilt'} end
+local seen, members = {}, {}
+for _, term in ipairs(a.terms) do
+  local words
+  if term.exact then
+    words = {term.t}
+  else
+    words = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. term.t, '(' .. term.t .. '\255')
+  end
+  for _, w in ipairs(words) do
+    for _, m in ipairs(redis.call('SMEMBERS', a.prefix .. 'memw:' .. w)) do
+      if not seen[m] then
+        seen[m] = true
+        members[#members + 1] = m
+      end
+    end
+  end
+end
+local function in_filters(m)
+  for _, key in ipairs(a.filters) do
+    if redis.call('SISMEMBER', key, m) == 0 then return false end
+  end
+  return true
+end
+local ids, hashes = {}, {}
+for _, m in ipairs(members) do
+  if in_filters(m) then
+    local h = redis.call('HGETALL', a.prefix .. m)
+    if #h > 0 then
+      ids[#ids + 1] = string.sub(m, 5)
+      hashes[#hashes + 1] = h
+    end
+  end
+end
+local total
+if #a.filters == 0 then
+  total = tonumber(redis.call('GET', KEYS[2]) or '0')
+elseif #a.filters == 1 then
+  total = redis.call('SCARD', a.filters[1])
+else
+  total = redis.pcall('SINTERCARD', #a.filters, unpack(a.filters))
+  if type(total) ~= 'number' then total = #redis.call('SINTER', unpack(a.filters)) end
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', a.now + a.slack)) do
+  if redis.call('EXISTS', a.prefix .. 'mem:' .. id) == 0 and in_filters('mem:' .. id) then
+    total = total - 1
+  end
+end
+return {'ok', total, ids, hashes}
+"""
+
+# Single-node mode only, building the word index for entries written before it existed:
+# per id its hash, revision counter and remaining TTL. ARGV: prefix, then the ids.
+INDEX_READ = r"""
+local out = {}
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  out[#out + 1] = {
+    redis.call('HGETALL', ARGV[1] .. 'mem:' .. id),
+    redis.call('GET', ARGV[1] .. 'memrev:' .. id) or '',
+    redis.call('PTTL', ARGV[1] .. 'mem:' .. id),
+  }
+end
+return out
+"""
+
+# Index a batch of entries read by INDEX_READ. An entry is skipped when it has words
+# already (written since, or indexed by an earlier run) or changed since it was read (its
+# revision moved, or it is gone): a write indexes it then. An entry with a TTL that memctl
+# does not track yet (written by memory-mcp) is tracked, so its words go when it expires.
+# KEYS: memexp, memexpidx, memvocab
+# ARGV[1]: {prefix, now, entries: [{id, revision, words, type, project, tags}]}
+# Returns how many entries were indexed.
+INDEX_BATCH = r"""
+local a = cjson.decode(ARGV[1])
+local done = 0
+for _, e in ipairs(a.entries) do
+  local mem = a.prefix .. 'mem:' .. e.id
+  local terms = a.prefix .. 'memterms:' .. e.id
+  local member = 'mem:' .. e.id
+  if redis.call('EXISTS', terms) == 0 and redis.call('HEXISTS', mem, 'title') == 1
+      and (redis.call('GET', a.prefix .. 'memrev:' .. e.id) or '') == e.revision then
+    for _, w in ipairs(e.words) do
+      redis.call('SADD', a.prefix .. 'memw:' .. w, member)
+      redis.call('ZADD', KEYS[3], 0, w)
+    end
+    local joined = table.concat(e.words, ' ')
+    redis.call('SET', terms, joined)
+    local pttl = redis.call('PTTL', mem)
+    if pttl > 0 then
+      redis.call('PEXPIRE', terms, pttl)
+      local info = redis.call('HGET', KEYS[2], e.id)
+      local i = info and cjson.decode(info) or {type = e.type, project = e.project, tags = e.tags}
+      i.words = joined
+      redis.call('ZADD', KEYS[1], a.now + pttl / 1000, e.id)
+      redis.call('HSET', KEYS[2], e.id, cjson.encode(i))
+    end
+    done = done + 1
+  end
+end
+return done
+"""
