@@ -58,7 +58,7 @@ def index_keys(server: RunningServer) -> dict[str, Any]:
     client = server.client()
     found: dict[str, Any] = {"vocab": sorted(client.zrange("memvocab", 0, -1))}
     for key in client.scan_iter(match="memw:*"):
-        found[key.decode()] = sorted(client.smembers(key))
+        found[key.decode()] = client.hgetall(key)
     for key in client.scan_iter(match="memterms:*"):
         found[key.decode()] = sorted((client.get(key) or b"").split())
     return found

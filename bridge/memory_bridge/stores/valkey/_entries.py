@@ -35,7 +35,7 @@ from ._cluster import apply_book, sweep_cluster
 from ._errors import client_retry, map_valkey_errors
 from ._index import IndexState, WordIndex, snapshot_words
 from ._keys import KeyLayout
-from ._rank import entry_words, rank
+from ._rank import entry_terms, order, rank
 from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPGRADE, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
@@ -342,7 +342,7 @@ class ValkeyEntryStore:
             "op_ttl": self._operation_ttl,
             "rollback": -1,
             "expect": "",
-            "words": entry_words(write.id, write.title, write.body, write.tags),
+            "words": entry_terms(write.id, write.title, write.body, write.tags),
         }
         args.update(overrides)
         return args
@@ -469,25 +469,23 @@ class ValkeyEntryStore:
             sets.append(self.keys.index("project:", flt.project))
         return sets
 
-    async def _indexed(self, flt: EntryFilter, terms: list[str]) -> tuple[list[Entry], int] | None:
-        """The entries that may match the terms, and how many the filter holds, from the
-        word index; None while it is not built (or on a cluster, which has none)."""
+    async def _indexed(self, flt: EntryFilter, terms: list[str], offset: int, limit: int) -> EntryPage | None:
+        """A page ranked from the word index: only the page's entries are fetched whole.
+        None while the index is not built (or on a cluster, which keeps none)."""
         if self._cluster:
             return None
         found = await self.index.candidates(terms, self._filter_sets(flt))
         if found is None:
             return None
-        pairs, total = found
-        entries = [_entry(id, fields) for id, fields in pairs if "title" in fields]
-        return [e for e in entries if _matches(e, flt)], total
+        ordered, _ = order(found.candidates, terms, found.total, found.frequency)
+        page = await self._fetch(c.id for c in ordered[offset : offset + limit])
+        return EntryPage(page, len(ordered), match=found.mode)
 
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:
             terms = query_terms(query) if query else []
-            if terms and (indexed := await self._indexed(flt, terms)) is not None:
-                entries, total = indexed
-                ranked, mode = rank(entries, terms, total=total)
-                return EntryPage(ranked[offset : offset + limit], len(ranked), match=mode)
+            if terms and (indexed := await self._indexed(flt, terms, offset, limit)) is not None:
+                return indexed
             candidates = await self._candidates(flt)
             if not query:
                 ordered = sorted(candidates, key=_SORT_KEYS["hits"])
@@ -612,7 +610,7 @@ class ValkeyEntryStore:
             e = record.entry
             return {
                 "entry": e.to_dict() if e is not None else False,
-                "words": entry_words(record.id, e.title, e.body, e.tags) if e is not None else [],
+                "words": entry_terms(record.id, e.title, e.body, e.tags) if e is not None else {},
                 "revision": record.revision,
                 "history": list(record.history),
                 "expires_at_ms": int(record.expires_at * 1000) if record.expires_at else 0,

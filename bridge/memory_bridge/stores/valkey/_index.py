@@ -11,45 +11,58 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from ._keys import KeyLayout
-from ._rank import entry_words
+from ._rank import Candidate, Mode, entry_terms
 from ._scripts import INDEX_BATCH, INDEX_READ, SEARCH
 
-__all__ = ["IndexState", "WordIndex", "snapshot_words"]
+__all__ = ["IndexState", "Ranking", "WordIndex", "snapshot_words"]
 
 # Entries whose recorded expiry is at most this far ahead are checked for being gone when
 # a search counts the entries searched: covers clock differences between bridges and server.
 EXPIRY_SLACK_SECONDS = 300
 _SCAN_COUNT = 500
 _SCRIPT_BATCH = 100
+_ABSENT = "0,0,0,0"  # SEARCH's counts of a term a row does not have
 
 
 class IndexState(StrEnum):
     READY = "ready"
 
 
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """The entries to rank (those with every term, or with any if none has all), how many
+    entries were searched, and how many of those have each term."""
+
+    candidates: list[Candidate]
+    total: int
+    frequency: dict[str, int]
+    mode: Mode
+
+
 def _fields(flat: list[Any]) -> dict[str, str]:
     return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
-def snapshot_words(id: str, raw: str | None) -> tuple[str, list[str]]:
+def snapshot_words(id: str, raw: str | None) -> tuple[str, dict[str, str]]:
     """(the snapshot as read, the words the entry will have once rolled back to it), with
     the same reading of the snapshot as the write script's."""
     if raw is None:
-        return "", []
+        return "", {}
     try:
         snap = json.loads(raw)
     except ValueError:
-        return raw, []
+        return raw, {}
     if not isinstance(snap, dict) or not isinstance(snap.get("title"), str):
-        return raw, []
+        return raw, {}
     body = snap.get("body")
     tags = snap.get("tags")
     tag_list = [str(t) for t in tags] if isinstance(tags, list) else []
-    return raw, entry_words(id, snap["title"], "" if body is None or body is False else str(body), tag_list)
+    return raw, entry_terms(id, snap["title"], "" if body is None or body is False else str(body), tag_list)
 
 
 class WordIndex:
@@ -64,11 +77,9 @@ class WordIndex:
         self._read = client.register_script(INDEX_READ)
         self._batch = client.register_script(INDEX_BATCH)
 
-    async def candidates(
-        self, terms: list[str], filter_sets: list[str]
-    ) -> tuple[list[tuple[str, dict[str, str]]], int] | None:
-        """(id, hash) of every live entry in the filter sets that has a word a term
-        matches, and how many live entries the filter sets hold; None if not built."""
+    async def candidates(self, terms: list[str], filter_sets: list[str]) -> Ranking | None:
+        """What ranking the terms among the live entries of the filter sets needs; None
+        while the index is not built."""
         keys = [self._keys.own(k) for k in ("memidx", "memcount", "memexp", "memvocab")]
         args = {
             "prefix": self._keys.prefix,
@@ -80,8 +91,17 @@ class WordIndex:
         reply = await self._search(keys=keys, args=[json.dumps(args)])
         if reply[0] != "ok":
             return None
-        _, total, ids, hashes = reply
-        return [(str(id), _fields(h)) for id, h in zip(ids, hashes, strict=True)], int(total)
+        _, total, mode, freq, rows = reply
+        candidates = []
+        for id, hits, updated, *texts in json.loads(rows):
+            counts = {
+                term: tuple(map(int, text.split(",")))
+                for term, text in zip(terms, texts, strict=True)
+                if text != _ABSENT
+            }
+            candidates.append(Candidate(id, int(hits or 0), updated, counts))
+        frequency = {t: int(f) for t, f in zip(terms, freq, strict=True)}
+        return Ranking(candidates, int(total), frequency, "any" if mode == "any" else "all")
 
     async def ready(self) -> bool:
         return bool(await self._client.get(self._keys.own("memidx")) == IndexState.READY)
@@ -121,7 +141,7 @@ class WordIndex:
             if "title" not in fields:
                 continue
             tags = [t for t in fields.get("tags", "").split(",") if t]
-            words = entry_words(id, fields["title"], fields.get("body", ""), tags)
+            words = entry_terms(id, fields["title"], fields.get("body", ""), tags)
             entries.append(
                 {
                     "id": id,

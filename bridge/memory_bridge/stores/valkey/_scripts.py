@@ -9,10 +9,12 @@ TTL) and `memexpidx` (hash: id -> the index sets that entry is in), so expired e
 can be taken out of their index sets after Valkey drops their hash.
 
 Outside cluster mode memctl also keeps a word index for `memory_search`: `memw:<word>`
-(set of `mem:<id>` members having that word in their title, id, tags or body),
+(hash: `mem:<id>` member -> the word's occurrences in its title, id, tags and body,
+"t,i,g,b"),
 `memvocab` (sorted set of every indexed word, for prefix lookups by ZRANGEBYLEX) and
 `memterms:<id>` (the words the entry is indexed under, space-separated, with the entry's
-TTL). The words are computed by the store (Python's tokenisation, `_words`) and passed in;
+TTL). The words are computed by the store (Python's tokenisation, `_rank.entry_terms`) and
+passed in;
 every script that changes an entry moves its words in the same call, so the index never
 drifts. `memidx` is `ready` once every entry is indexed (see `INDEX_BATCH`); until then
 searches scan.
@@ -80,30 +82,33 @@ local function idx_add(a, itype, project, tags)
 end
 local function word_drop(prefix, vocab, word, member)
   local key = prefix .. 'memw:' .. word
-  redis.call('SREM', key, member)
-  if redis.call('SCARD', key) == 0 then redis.call('ZREM', vocab, word) end
+  redis.call('HDEL', key, member)
+  if redis.call('HLEN', key) == 0 then redis.call('ZREM', vocab, word) end
 end
 local function drop_words(a, words)
   if a.cluster or not words then return end
   for w in string.gmatch(words, '%S+') do word_drop(a.prefix, KEYS[9], w, a.member) end
 end
--- Move the entry's words from those in memterms to `words` (nil: the entry is gone).
+local function words_joined(words)
+  local list = {}
+  for w in pairs(words or {}) do list[#list + 1] = w end
+  return table.concat(list, ' ')
+end
+-- Move the entry from the words in memterms to `words` (word -> its counts in title, id,
+-- tags and body, "t,i,g,b"; nil: the entry is gone).
 local function words_update(a, words)
   if a.cluster then return end
-  local new, had = {}, {}
-  for _, w in ipairs(words or {}) do new[w] = true end
+  local had = {}
   local old = redis.call('GET', KEYS[8])
   if old then for w in string.gmatch(old, '%S+') do had[w] = true end end
   for w in pairs(had) do
-    if not new[w] then word_drop(a.prefix, KEYS[9], w, a.member) end
+    if not (words and words[w]) then word_drop(a.prefix, KEYS[9], w, a.member) end
   end
-  for w in pairs(new) do
-    if not had[w] then
-      redis.call('SADD', a.prefix .. 'memw:' .. w, a.member)
-      redis.call('ZADD', KEYS[9], 0, w)
-    end
+  for w, counts in pairs(words or {}) do
+    redis.call('HSET', a.prefix .. 'memw:' .. w, a.member, counts)
+    if not had[w] then redis.call('ZADD', KEYS[9], 0, w) end
   end
-  if words then redis.call('SET', KEYS[8], table.concat(words, ' ')) else redis.call('DEL', KEYS[8]) end
+  if words then redis.call('SET', KEYS[8], words_joined(words)) else redis.call('DEL', KEYS[8]) end
 end
 -- memterms lives and dies with the entry's hash.
 local function words_expire_with(a, mem)
@@ -116,7 +121,7 @@ local function count_by(a, delta)
 end
 local function expiry_track(a, at, itype, project, tags_csv)
   local info = cjson.encode({type = itype, project = project, tags = tags_csv,
-    words = table.concat(a.words or {}, ' ')})
+    words = words_joined(a.words)})
   if a.cluster then book.expiry = {at = at, info = info} return end
   redis.call('ZADD', KEYS[6], at, a.id)
   redis.call('HSET', KEYS[7], a.id, info)
@@ -420,20 +425,37 @@ return 1
 """
 )
 
-# Single-node mode only: the entries that may match a text query, from the word index.
-# Every query term contributes the members of `memw:<w>` for each indexed word w it
-# matches (a term of three or more characters matches the words it begins; a shorter
-# one only itself); members outside any filter set, and hashes gone (expired, not swept
-# yet), are left out. `total` is how many live entries the filter sets hold (memcount
-# when unfiltered), less entries expired but not swept yet: the store ranks by it.
+# Single-node mode only: what ranking a text query needs, from the word index. A term
+# of three or more characters matches the indexed words it begins, a shorter one only
+# itself; an entry's count of a term in each text is the sum over the words it matches.
+# Only entries in every filter set count, and not those gone (expired, not swept yet:
+# due in memexp by now + slack, their hash missing). `total` is how many live entries the
+# filter sets hold (memcount when unfiltered); `freq` per term how many of them have it.
+# Rows are the entries with every term (`all`) or, if none has, with any (`any`): per
+# row [id, hits, updated, then per term its counts "t,i,g,b"], all rows one JSON text
+# (one string is far cheaper for the client to read than an array per row).
 # KEYS: memidx, memcount, memexp, memvocab
 # ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack}
-# Returns {'unbuilt'} while the index is being built, else {'ok', total, ids, hashes}.
+# Returns {'unbuilt'} while the index is being built, else {'ok', total, mode, freq, rows}.
 SEARCH = r"""
 local a = cjson.decode(ARGV[1])
 if redis.call('GET', KEYS[1]) ~= 'ready' then return {'unbuilt'} end
-local seen, members = {}, {}
-for _, term in ipairs(a.terms) do
+local function in_filters(m)
+  for _, key in ipairs(a.filters) do
+    if redis.call('SISMEMBER', key, m) == 0 then return false end
+  end
+  return true
+end
+local gone, dead = {}, 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', a.now + a.slack)) do
+  if redis.call('EXISTS', a.prefix .. 'mem:' .. id) == 0 then
+    gone['mem:' .. id] = true
+    if in_filters('mem:' .. id) then dead = dead + 1 end
+  end
+end
+local nterms = #a.terms
+local rows, members, kept = {}, {}, {}
+for k, term in ipairs(a.terms) do
   local words
   if term.exact then
     words = {term.t}
@@ -441,27 +463,51 @@ for _, term in ipairs(a.terms) do
     words = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. term.t, '(' .. term.t .. '\255')
   end
   for _, w in ipairs(words) do
-    for _, m in ipairs(redis.call('SMEMBERS', a.prefix .. 'memw:' .. w)) do
-      if not seen[m] then
-        seen[m] = true
+    local flat = redis.call('HGETALL', a.prefix .. 'memw:' .. w)
+    for i = 1, #flat, 2 do
+      local m = flat[i]
+      local row = rows[m]
+      if row == nil then
+        row = {n = 0}
+        rows[m] = row
         members[#members + 1] = m
+      end
+      local c = row[k]
+      if c == nil then
+        row[k] = flat[i + 1]  -- the counts as stored: most terms match one word of an entry
+        row.n = row.n + 1
+      else  -- a second word the term matches: add the counts up
+        local sum, j = {}, 1
+        for n in string.gmatch(c, '%d+') do sum[j] = tonumber(n) j = j + 1 end
+        j = 1
+        for n in string.gmatch(flat[i + 1], '%d+') do sum[j] = sum[j] + tonumber(n) j = j + 1 end
+        row[k] = table.concat(sum, ',')
       end
     end
   end
 end
-local function in_filters(m)
-  for _, key in ipairs(a.filters) do
-    if redis.call('SISMEMBER', key, m) == 0 then return false end
-  end
-  return true
-end
-local ids, hashes = {}, {}
+local freq = {}
+for k = 1, nterms do freq[k] = 0 end
+local complete = 0
 for _, m in ipairs(members) do
-  if in_filters(m) then
-    local h = redis.call('HGETALL', a.prefix .. m)
-    if #h > 0 then
-      ids[#ids + 1] = string.sub(m, 5)
-      hashes[#hashes + 1] = h
+  if not gone[m] and in_filters(m) then
+    kept[#kept + 1] = m
+    local row = rows[m]
+    for k = 1, nterms do if row[k] then freq[k] = freq[k] + 1 end end
+    if row.n == nterms then complete = complete + 1 end
+  end
+end
+local mode = 'all'
+if complete == 0 and nterms > 1 then mode = 'any' end
+local out = {}
+for _, m in ipairs(kept) do
+  local row = rows[m]
+  if mode == 'any' or row.n == nterms then
+    local f = redis.call('HMGET', a.prefix .. m, 'title', 'hits', 'updated')
+    if f[1] then
+      local item = {string.sub(m, 5), f[2] or '0', f[3] or ''}
+      for k = 1, nterms do item[k + 3] = row[k] or '0,0,0,0' end
+      out[#out + 1] = item
     end
   end
 end
@@ -474,12 +520,8 @@ else
   total = redis.pcall('SINTERCARD', #a.filters, unpack(a.filters))
   if type(total) ~= 'number' then total = #redis.call('SINTER', unpack(a.filters)) end
 end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', a.now + a.slack)) do
-  if redis.call('EXISTS', a.prefix .. 'mem:' .. id) == 0 and in_filters('mem:' .. id) then
-    total = total - 1
-  end
-end
-return {'ok', total, ids, hashes}
+if #out == 0 then return {'ok', total - dead, mode, freq, '[]'} end
+return {'ok', total - dead, mode, freq, cjson.encode(out)}
 """
 
 # Single-node mode only, building the word index for entries written before it existed:
@@ -502,9 +544,14 @@ return out
 # revision moved, or it is gone): a write indexes it then. An entry with a TTL that memctl
 # does not track yet (written by memory-mcp) is tracked, so its words go when it expires.
 # KEYS: memexp, memexpidx, memvocab
-# ARGV[1]: {prefix, now, entries: [{id, revision, words, type, project, tags}]}
+# ARGV[1]: {prefix, now, entries: [{id, revision, words (word -> counts), type, project, tags}]}
 # Returns how many entries were indexed.
 INDEX_BATCH = r"""
+local function words_joined(words)
+  local list = {}
+  for w in pairs(words) do list[#list + 1] = w end
+  return table.concat(list, ' ')
+end
 local a = cjson.decode(ARGV[1])
 local done = 0
 for _, e in ipairs(a.entries) do
@@ -513,11 +560,11 @@ for _, e in ipairs(a.entries) do
   local member = 'mem:' .. e.id
   if redis.call('EXISTS', terms) == 0 and redis.call('HEXISTS', mem, 'title') == 1
       and (redis.call('GET', a.prefix .. 'memrev:' .. e.id) or '') == e.revision then
-    for _, w in ipairs(e.words) do
-      redis.call('SADD', a.prefix .. 'memw:' .. w, member)
+    for w, counts in pairs(e.words) do
+      redis.call('HSET', a.prefix .. 'memw:' .. w, member, counts)
       redis.call('ZADD', KEYS[3], 0, w)
     end
-    local joined = table.concat(e.words, ' ')
+    local joined = words_joined(e.words)
     redis.call('SET', terms, joined)
     local pttl = redis.call('PTTL', mem)
     if pttl > 0 then
