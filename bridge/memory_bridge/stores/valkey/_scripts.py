@@ -10,14 +10,12 @@ can be taken out of their index sets after Valkey drops their hash.
 
 Outside cluster mode memctl also keeps a word index for `memory_search`: `memw:<word>`
 (hash: `mem:<id>` member -> the word's occurrences in its title, id, tags and body,
-"t,i,g,b"),
-`memvocab` (sorted set of every indexed word, for prefix lookups by ZRANGEBYLEX) and
-`memterms:<id>` (the words the entry is indexed under, space-separated, with the entry's
-TTL). The words are computed by the store (Python's tokenisation, `_rank.entry_terms`) and
-passed in;
-every script that changes an entry moves its words in the same call, so the index never
-drifts. `memidx` is `ready` once every entry is indexed (see `INDEX_BATCH`); until then
-searches scan.
+"t,i,g,b"), `memvocab` (sorted set of every indexed word, for prefix lookups by
+ZRANGEBYLEX) and `memterms:<id>` (the words the entry is indexed under with their counts,
+"word:t,i,g,b" space-separated, with the entry's TTL). The words are computed by the
+store (Python's tokenisation, `_rank.entry_terms`) and passed in; every script that
+changes an entry moves its words in the same call, so the index never drifts. `memidx`
+is `ready` once every entry is indexed (see `INDEX_BATCH`); until then searches scan.
 
 In cluster mode (`a.cluster`) a script may only touch the keys of its own slot: the
 entry's three keys, which share the hash tag `{<id>}`. Index sets, the count and the
@@ -94,21 +92,27 @@ local function words_joined(words)
   for w in pairs(words or {}) do list[#list + 1] = w end
   return table.concat(list, ' ')
 end
--- Move the entry from the words in memterms to `words` (word -> its counts in title, id,
--- tags and body, "t,i,g,b"; nil: the entry is gone).
+local function words_with_counts(words)
+  local list = {}
+  for w, counts in pairs(words) do list[#list + 1] = w .. ':' .. counts end
+  return table.concat(list, ' ')
+end
+-- Move the entry from the words in memterms ("word:counts ...") to `words` (word -> its
+-- counts in title, id, tags and body, "t,i,g,b"; nil: the entry is gone). Words whose
+-- counts stay are not touched, so an edit costs what it changes.
 local function words_update(a, words)
   if a.cluster then return end
   local had = {}
   local old = redis.call('GET', KEYS[8])
-  if old then for w in string.gmatch(old, '%S+') do had[w] = true end end
+  if old then for w, counts in string.gmatch(old, '([^%s:]+):(%S+)') do had[w] = counts end end
   for w in pairs(had) do
     if not (words and words[w]) then word_drop(a.prefix, KEYS[9], w, a.member) end
   end
   for w, counts in pairs(words or {}) do
-    redis.call('HSET', a.prefix .. 'memw:' .. w, a.member, counts)
-    if not had[w] then redis.call('ZADD', KEYS[9], 0, w) end
+    if had[w] ~= counts then redis.call('HSET', a.prefix .. 'memw:' .. w, a.member, counts) end
+    if had[w] == nil then redis.call('ZADD', KEYS[9], 0, w) end
   end
-  if words then redis.call('SET', KEYS[8], words_joined(words)) else redis.call('DEL', KEYS[8]) end
+  if words then redis.call('SET', KEYS[8], words_with_counts(words)) else redis.call('DEL', KEYS[8]) end
 end
 -- memterms lives and dies with the entry's hash.
 local function words_expire_with(a, mem)
@@ -548,9 +552,12 @@ return out
 # Returns how many entries were indexed.
 INDEX_BATCH = r"""
 local function words_joined(words)
-  local list = {}
-  for w in pairs(words) do list[#list + 1] = w end
-  return table.concat(list, ' ')
+  local list, pairs_ = {}, {}
+  for w, counts in pairs(words) do
+    list[#list + 1] = w
+    pairs_[#pairs_ + 1] = w .. ':' .. counts
+  end
+  return table.concat(list, ' '), table.concat(pairs_, ' ')
 end
 local a = cjson.decode(ARGV[1])
 local done = 0
@@ -564,8 +571,8 @@ for _, e in ipairs(a.entries) do
       redis.call('HSET', a.prefix .. 'memw:' .. w, member, counts)
       redis.call('ZADD', KEYS[3], 0, w)
     end
-    local joined = words_joined(e.words)
-    redis.call('SET', terms, joined)
+    local joined, with_counts = words_joined(e.words)
+    redis.call('SET', terms, with_counts)
     local pttl = redis.call('PTTL', mem)
     if pttl > 0 then
       redis.call('PEXPIRE', terms, pttl)
