@@ -440,13 +440,16 @@ class ValkeyEntryStore:
         if the history moved meanwhile (the script says `changed`), read it again."""
         empty = EntryWrite(id=id, title="", body="", type="", tags=())
         history = self.keys.entry("memver:", id)
-        while True:  # a cluster store keeps no word index: nothing to read
+        for _ in range(20):  # a cluster store keeps no word index: nothing to read
             raw = None if self._cluster else await self._client.lindex(history, version_index)
             expect, words = snapshot_words(id, raw)
             args = self._write_args(empty, rollback=version_index, expect=expect, words=words)
             result: dict[str, Any] = await self._script(self._write, id, args)
             if result["status"] != "changed":
                 return result
+        raise StoreUnavailable(
+            f"{id}: its history keeps changing; retry the rollback", operation="memory_rollback"
+        )
 
     async def rollback(self, id: str, version_index: int) -> RollbackOutcome:
         async def work() -> RollbackOutcome:

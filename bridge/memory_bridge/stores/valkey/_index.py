@@ -136,7 +136,7 @@ class WordIndex:
     async def _index(self, ids: list[str]) -> int:
         replies = await self._read(keys=[], args=[self._keys.prefix, *ids])
         entries = []
-        for id, (flat, revision, _pttl) in zip(ids, replies, strict=True):
+        for id, (flat, revision) in zip(ids, replies, strict=True):
             fields = _fields(flat)
             if "title" not in fields:
                 continue

@@ -432,6 +432,8 @@ return 1
 # Single-node mode only: what ranking a text query needs, from the word index. A term
 # of three or more characters matches the indexed words it begins, a shorter one only
 # itself; an entry's count of a term in each text is the sum over the words it matches.
+# A term's entries come from its words' hashes, or, when the smallest filter set is
+# smaller, from looking that set's members up in them.
 # Only entries in every filter set count, and not those gone (expired, not swept yet:
 # due in memexp by now + slack, their hash missing). `total` is how many live entries the
 # filter sets hold (memcount when unfiltered); `freq` per term how many of them have it.
@@ -459,6 +461,32 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', a.now + a.slack
 end
 local nterms = #a.terms
 local rows, members, kept = {}, {}, {}
+local function add(m, k, counts)
+  local row = rows[m]
+  if row == nil then
+    row = {n = 0}
+    rows[m] = row
+    members[#members + 1] = m
+  end
+  local c = row[k]
+  if c == nil then
+    row[k] = counts  -- as stored: most terms match one word of an entry
+    row.n = row.n + 1
+  else  -- a second word the term matches: add the counts up
+    local sum, j = {}, 1
+    for n in string.gmatch(c, '%d+') do sum[j] = tonumber(n) j = j + 1 end
+    j = 1
+    for n in string.gmatch(counts, '%d+') do sum[j] = sum[j] + tonumber(n) j = j + 1 end
+    row[k] = table.concat(sum, ',')
+  end
+end
+-- The smallest filter set: when it is smaller than a term's words' hashes, look its
+-- members up in them instead of walking them (a tag within a large store).
+local smallest, smallest_size, smallest_members = nil, nil, nil
+for _, key in ipairs(a.filters) do
+  local size = redis.call('SCARD', key)
+  if smallest_size == nil or size < smallest_size then smallest, smallest_size = key, size end
+end
 for k, term in ipairs(a.terms) do
   local words
   if term.exact then
@@ -466,27 +494,26 @@ for k, term in ipairs(a.terms) do
   else
     words = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. term.t, '(' .. term.t .. '\255')
   end
-  for _, w in ipairs(words) do
-    local flat = redis.call('HGETALL', a.prefix .. 'memw:' .. w)
-    for i = 1, #flat, 2 do
-      local m = flat[i]
-      local row = rows[m]
-      if row == nil then
-        row = {n = 0}
-        rows[m] = row
-        members[#members + 1] = m
+  local walk = 0
+  if smallest then
+    for _, w in ipairs(words) do walk = walk + redis.call('HLEN', a.prefix .. 'memw:' .. w) end
+  end
+  if smallest and smallest_size * #words < walk then
+    smallest_members = smallest_members or redis.call('SMEMBERS', smallest)
+    for _, w in ipairs(words) do
+      local key = a.prefix .. 'memw:' .. w
+      for first = 1, #smallest_members, 1000 do
+        local last = math.min(first + 999, #smallest_members)
+        local found = redis.call('HMGET', key, unpack(smallest_members, first, last))
+        for i = 1, #found do
+          if found[i] then add(smallest_members[first + i - 1], k, found[i]) end
+        end
       end
-      local c = row[k]
-      if c == nil then
-        row[k] = flat[i + 1]  -- the counts as stored: most terms match one word of an entry
-        row.n = row.n + 1
-      else  -- a second word the term matches: add the counts up
-        local sum, j = {}, 1
-        for n in string.gmatch(c, '%d+') do sum[j] = tonumber(n) j = j + 1 end
-        j = 1
-        for n in string.gmatch(flat[i + 1], '%d+') do sum[j] = sum[j] + tonumber(n) j = j + 1 end
-        row[k] = table.concat(sum, ',')
-      end
+    end
+  else
+    for _, w in ipairs(words) do
+      local flat = redis.call('HGETALL', a.prefix .. 'memw:' .. w)
+      for i = 1, #flat, 2 do add(flat[i], k, flat[i + 1]) end
     end
   end
 end
@@ -529,7 +556,7 @@ return {'ok', total - dead, mode, freq, cjson.encode(out)}
 """
 
 # Single-node mode only, building the word index for entries written before it existed:
-# per id its hash, revision counter and remaining TTL. ARGV: prefix, then the ids.
+# per id its hash and revision counter. ARGV: prefix, then the ids.
 INDEX_READ = r"""
 local out = {}
 for i = 2, #ARGV do
@@ -537,7 +564,6 @@ for i = 2, #ARGV do
   out[#out + 1] = {
     redis.call('HGETALL', ARGV[1] .. 'mem:' .. id),
     redis.call('GET', ARGV[1] .. 'memrev:' .. id) or '',
-    redis.call('PTTL', ARGV[1] .. 'mem:' .. id),
   }
 end
 return out
