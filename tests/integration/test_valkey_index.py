@@ -234,3 +234,22 @@ def test_search_scans_until_the_index_is_built_and_a_build_resumes(server: Runni
         assert full != after  # the writes during the build moved it
 
     anyio.run(run)
+
+
+def test_a_query_matching_too_much_for_one_script_scans(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.client().flushall()
+
+    async def run() -> None:
+        store = ValkeyEntryStore(server.url)
+        try:
+            await fill(store, 300)
+            before = await both_ways(store, server)
+            monkeypatch.setattr("memory_bridge.stores.valkey._index.MAX_VISITS", 5)
+            assert await store.index.candidates(["alpha"], []) is None  # too many for the script
+            assert await both_ways(store, server) == before
+        finally:
+            await store.close()
+
+    anyio.run(run)

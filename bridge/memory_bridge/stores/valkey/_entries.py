@@ -474,7 +474,8 @@ class ValkeyEntryStore:
 
     async def _indexed(self, flt: EntryFilter, terms: list[str], offset: int, limit: int) -> EntryPage | None:
         """A page ranked from the word index: only the page's entries are fetched whole.
-        None while the index is not built (or on a cluster, which keeps none)."""
+        None while the index is not built, when the query matches too much of the store
+        for one script, or on a cluster (which keeps no index): the caller scans."""
         if self._cluster:
             return None
         found = await self.index.candidates(terms, self._filter_sets(flt))

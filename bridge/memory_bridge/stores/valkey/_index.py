@@ -24,6 +24,9 @@ __all__ = ["IndexState", "Ranking", "WordIndex", "snapshot_words"]
 # Entries whose recorded expiry is at most this far ahead are checked for being gone when
 # a search counts the entries searched: covers clock differences between bridges and server.
 EXPIRY_SLACK_SECONDS = 300
+# A search whose terms match more entries than this scans instead (in batches, each a short
+# call): one script over them all would hold the server, and every other call, too long.
+MAX_VISITS = 20_000
 _SCAN_COUNT = 500
 _SCRIPT_BATCH = 100
 _ABSENT = "0,0,0,0"  # SEARCH's counts of a term a row does not have
@@ -79,7 +82,8 @@ class WordIndex:
 
     async def candidates(self, terms: list[str], filter_sets: list[str]) -> Ranking | None:
         """What ranking the terms among the live entries of the filter sets needs; None
-        while the index is not built."""
+        while the index is not built, or when the terms match too many entries for one
+        script (the caller scans)."""
         keys = [self._keys.own(k) for k in ("memidx", "memcount", "memexp", "memvocab")]
         args = {
             "prefix": self._keys.prefix,
@@ -87,6 +91,7 @@ class WordIndex:
             "filters": filter_sets,
             "now": self._clock(),
             "slack": EXPIRY_SLACK_SECONDS,
+            "max_visits": MAX_VISITS,
         }
         reply = await self._search(keys=keys, args=[json.dumps(args)])
         if reply[0] != "ok":

@@ -441,8 +441,9 @@ return 1
 # row [id, hits, updated, then per term its counts "t,i,g,b"], all rows one JSON text
 # (one string is far cheaper for the client to read than an array per row).
 # KEYS: memidx, memcount, memexp, memvocab
-# ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack}
-# Returns {'unbuilt'} while the index is being built, else {'ok', total, mode, freq, rows}.
+# ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack, max_visits}
+# Returns {'unbuilt'} while the index is being built, {'too_many'} when the terms match
+# more than max_visits entries, else {'ok', total, mode, freq, rows}.
 SEARCH = r"""
 local a = cjson.decode(ARGV[1])
 if redis.call('GET', KEYS[1]) ~= 'ready' then return {'unbuilt'} end
@@ -487,6 +488,10 @@ for _, key in ipairs(a.filters) do
   local size = redis.call('SCARD', key)
   if smallest_size == nil or size < smallest_size then smallest, smallest_size = key, size end
 end
+-- Plan each term (its words; walk their hashes, or look the smallest set up in them) and
+-- give up if that visits more than a.max_visits entries: the store then scans in batches,
+-- as it does without an index, rather than hold the server in one long script.
+local plans, visits = {}, 0
 for k, term in ipairs(a.terms) do
   local words
   if term.exact then
@@ -495,12 +500,16 @@ for k, term in ipairs(a.terms) do
     words = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. term.t, '(' .. term.t .. '\255')
   end
   local walk = 0
-  if smallest then
-    for _, w in ipairs(words) do walk = walk + redis.call('HLEN', a.prefix .. 'memw:' .. w) end
-  end
-  if smallest and smallest_size * #words < walk then
+  for _, w in ipairs(words) do walk = walk + redis.call('HLEN', a.prefix .. 'memw:' .. w) end
+  local lookup = smallest ~= nil and smallest_size * #words < walk
+  plans[k] = {words = words, lookup = lookup}
+  visits = visits + (lookup and smallest_size * #words or walk)
+end
+if visits > a.max_visits then return {'too_many'} end
+for k, plan in ipairs(plans) do
+  if plan.lookup then
     smallest_members = smallest_members or redis.call('SMEMBERS', smallest)
-    for _, w in ipairs(words) do
+    for _, w in ipairs(plan.words) do
       local key = a.prefix .. 'memw:' .. w
       for first = 1, #smallest_members, 1000 do
         local last = math.min(first + 999, #smallest_members)
@@ -511,7 +520,7 @@ for k, term in ipairs(a.terms) do
       end
     end
   else
-    for _, w in ipairs(words) do
+    for _, w in ipairs(plan.words) do
       local flat = redis.call('HGETALL', a.prefix .. 'memw:' .. w)
       for i = 1, #flat, 2 do add(flat[i], k, flat[i + 1]) end
     end
