@@ -3,11 +3,13 @@
 For each entry store (the embedded SQLite store, and Valkey on a valkey-server the
 benchmark starts itself), starts `memctl serve --http` as a subprocess on a fresh project,
 fills the store through memory_set up to each size (1k, 10k, 100k by default), and at each
-size measures memory_get, memory_set and memory_search (tag + query) at concurrency 1 and
-8, next to an MCP ping (the protocol floor). Also reports the throughput scaling from 1 to
-8 sessions, lost updates under 32 sessions doing read-modify-write on one entry, fill-write
-latency at the start against the end of the fill, the stdio cold start against a minimal
-SDK server, the bridge's peak RSS, and PASS/FAIL against the project's targets, per store.
+size measures memory_get, memory_set and memory_search (tag + query, and query alone) at
+concurrency 1 and 8, next to an MCP ping (the protocol floor); on Valkey both searches
+again with the word index switched off, i.e. the scan every search made before it. Also
+reports the throughput scaling from 1 to 8 sessions, lost updates under 32 sessions doing
+read-modify-write on one entry, fill-write latency at the start against the end of the
+fill, the stdio cold start against a minimal SDK server, the bridge's peak RSS, and
+PASS/FAIL against the project's targets, per store.
 
     uv run --frozen python bench/entries.py --quick
     uv run --frozen python bench/entries.py --stores valkey --json bench-results.json
@@ -38,6 +40,7 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 import httpx
+import valkey
 from mcp import Client, StdioServerParameters
 
 from _env import git_commit
@@ -148,6 +151,10 @@ class Corpus:
         query = " ".join(self.rng.sample(VOCABULARY, self.rng.randint(1, 2)))
         return {"tags": [self.rng.choice(TAGS)], "query": query}
 
+    def text_search(self) -> dict[str, Any]:
+        """memory_search arguments: a 1-2 word query alone, over every entry."""
+        return {"query": " ".join(self.rng.sample(VOCABULARY, self.rng.randint(1, 2)))}
+
 
 def fill_id(index: int) -> str:
     return f"e-{index:06d}"
@@ -225,6 +232,18 @@ class Backend:
 
     def entry_store_args(self, url: str | None) -> list[str]:
         return [] if url is None else ["--entry-store", url]
+
+    @property
+    def has_word_index(self) -> bool:
+        return self.server is not None
+
+    def word_index(self, on: bool) -> None:
+        """Switch the Valkey store's word index off (searches scan every entry, as before it
+        existed) or back on: the store reads its `memidx` marker on every search."""
+        assert self.server is not None
+        with valkey.Valkey(host="127.0.0.1", port=self.server.port, db=0) as client:
+            source, target = ("memidx-bench-off", "memidx") if on else ("memidx", "memidx-bench-off")
+            client.rename(source, target)
 
     @property
     def server_stats(self) -> ProcStats | None:
@@ -437,9 +456,9 @@ def getter(corpus: Corpus, count: int) -> Call[Client]:
     return call
 
 
-def searcher(corpus: Corpus) -> Call[Client]:
+def searcher(corpus: Corpus, text_only: bool = False) -> Call[Client]:
     async def call(client: Client, _: int) -> None:
-        await call_tool(client, "memory_search", corpus.search())
+        await call_tool(client, "memory_search", corpus.text_search() if text_only else corpus.search())
 
     return call
 
@@ -479,6 +498,7 @@ class HttpBench:
     clients: list[Client]
     corpus: Corpus
     calls: int
+    store: Backend
     entries: int = 0
     inserted: int = 0
     fill_latencies: list[float] = field(default_factory=list)
@@ -565,6 +585,17 @@ class HttpBench:
         ops["memory_get"] = await self.measure(self.clients, lambda: getter(self.corpus, n))
         progress("  memory_search")
         ops["memory_search"] = await self.measure(self.clients, lambda: searcher(self.corpus))
+        ops["memory_search text"] = await self.measure(self.clients, lambda: searcher(self.corpus, True))
+        if self.store.has_word_index:
+            progress("  memory_search, word index off (scan)")
+            self.store.word_index(False)
+            try:
+                ops["memory_search (scan)"] = await self.measure(self.clients, lambda: searcher(self.corpus))
+                ops["memory_search text (scan)"] = await self.measure(
+                    self.clients, lambda: searcher(self.corpus, True)
+                )
+            finally:
+                self.store.word_index(True)
         progress("  memory_set")
         ops.update(await self.measure_writes())
         return ops
@@ -592,7 +623,7 @@ async def http_benchmark(config: Config, project: Path, store: Backend) -> dict[
     with http_bridge(project, store) as bridge:
         async with AsyncExitStack() as stack:
             clients = [await open_client(stack, bridge.mcp_url) for _ in range(sessions)]
-            bench = HttpBench(bridge, clients, Corpus(config.seed), config.calls)
+            bench = HttpBench(bridge, clients, Corpus(config.seed), config.calls, store)
             await bench.warm_up()
             for n in config.sizes:
                 progress(f"N = {n:,}")
@@ -824,11 +855,13 @@ def size_table(by_store: dict[str, dict[str, Any]]) -> str:
     headers = ["op", "conc", "store", "p50 ms", "p95 ms", "p99 ms", "p50/ping", "calls/s"]
     headers += ["bridge cpu ms", "store cpu ms", "client cpu ms"]
     first = next(iter(by_store.values()))
+    ops = list(dict.fromkeys(op for size in by_store.values() for op in size["ops"]))
     rows = [
         op_row(op, concurrency, store, size)
-        for op, by_concurrency in first["ops"].items()
-        for concurrency in by_concurrency
+        for op in ops
+        for concurrency in first["ops"]["ping"]
         for store, size in by_store.items()
+        if op in size["ops"]
     ]
     return format_table(headers, rows)
 

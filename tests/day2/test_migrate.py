@@ -106,7 +106,8 @@ def test_an_interrupted_valkey_upgrade_completes_on_the_next_run(
     legacy_entries(valkey_server, count)
     project = configure(tmp_path, entry_store=valkey_url, embedding_model="none")
     dry = memctl("migrate", "--project", str(project), "--dry-run", "--json")
-    assert names(dry.json["pending"]) == ["knowledge-schema", "valkey-legacy", "project-scope"]
+    pending = ["knowledge-schema", "valkey-legacy", "valkey-index", "project-scope"]
+    assert names(dry.json["pending"]) == pending
     assert step(dry.json["pending"], "valkey-legacy")["detail"].startswith(
         f"{count} entries without a revision counter"
     )
@@ -137,6 +138,53 @@ def test_an_interrupted_valkey_upgrade_completes_on_the_next_run(
         assert record["entry"]["hits"] == 2 and record["entry"]["tags"] == ["legacy", "ops"]
     again = memctl("migrate", "--project", str(project), "--json")
     assert again.json["changed"] is False
+
+
+def test_migrate_builds_the_valkey_word_index_for_entries_written_without_it(
+    tmp_path: Path, valkey_server: RunningServer, valkey_url: str
+) -> None:
+    from memory_bridge.stores._base import EntryFilter, EntryWrite
+    from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+
+    client = valkey_server.client()
+
+    async def fill_and_search() -> list[object]:
+        store = ValkeyEntryStore(valkey_url)
+        try:
+            for n in range(300):
+                write = EntryWrite(f"n{n}", f"Deploy step {n}", "roll the canary" * (n % 3), "note", ("ops",))
+                await store.set(write, ttl=None, if_version=None, operation_id=None)
+            found = await store.search(EntryFilter(tags=("ops",)), "canary dep", offset=0, limit=50)
+            return [e.id for e in found.entries]
+        finally:
+            await store.close()
+
+    answer = anyio.run(fill_and_search)
+    indexed = {k: client.hgetall(k) for k in client.scan_iter(match="memw:*")}
+    for key in [*client.scan_iter(match="memw:*"), *client.scan_iter(match="memterms:*")]:
+        client.delete(key)
+    client.delete("memvocab", "memidx")  # as a memctl before the word index left it
+
+    project = configure(tmp_path, entry_store=valkey_url, embedding_model="none")
+    dry = memctl("migrate", "--project", str(project), "--dry-run", "--json")
+    assert step(dry.json["pending"], "valkey-index")["detail"].startswith("word index not built")
+    applied = memctl("migrate", "--project", str(project), "--json")
+    assert applied.code == 0, applied.stdout
+    assert step(applied.json["applied"], "valkey-index")["detail"] == "word index built (300 entries indexed)"
+    assert client.get("memidx") == b"ready"
+    assert {k: client.hgetall(k) for k in client.scan_iter(match="memw:*")} == indexed
+
+    async def search() -> list[object]:
+        store = ValkeyEntryStore(valkey_url)
+        try:
+            found = await store.search(EntryFilter(tags=("ops",)), "canary dep", offset=0, limit=50)
+            return [e.id for e in found.entries]
+        finally:
+            await store.close()
+
+    assert anyio.run(search) == answer
+    again = memctl("migrate", "--project", str(project), "--json")
+    assert (again.code, again.json["changed"]) == (0, False)
 
 
 def test_dify_slots_get_the_metadata_fields_memctl_writes(tmp_path: Path, dify: Dify) -> None:

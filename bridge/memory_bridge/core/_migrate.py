@@ -8,6 +8,8 @@ Applied steps are appended to `.memory/migrations.jsonl`.
     entries-schema     embedded entry store: SQLite schema version (PRAGMA user_version)
     knowledge-schema   embedded knowledge store: its schema version
     valkey-legacy      memory-mcp data in Valkey: entries without a revision counter
+    valkey-index       Valkey (single node): the word index memory_search answers from,
+                       for entries written before it existed (SCAN in batches, resumable)
     dify-metadata      Dify: the metadata fields memctl writes, on every bound slot
     reembed-knowledge  embedded knowledge: passages without a vector of the current model
     reembed-entries    embedded entries: entries without a vector of the current model
@@ -157,6 +159,34 @@ async def _valkey_legacy(settings: Settings) -> tuple[MigrationStep, Apply] | No
     return MigrationStep("valkey-legacy", store.url, detail, pending), apply
 
 
+async def _valkey_index(settings: Settings) -> tuple[MigrationStep, Apply] | None:
+    if not settings.entry_store.startswith(("valkey", "redis")) or "+cluster://" in settings.entry_store:
+        return None  # a cluster store keeps no word index
+    from ..stores.valkey._entries import ValkeyEntryStore
+
+    store = ValkeyEntryStore(settings.entry_store)
+    try:
+        ready = await store.index_ready()
+    finally:
+        await store.close()
+    detail = "word index built" if ready else "word index not built: memory_search scans every entry"
+
+    async def apply(progress: Progress) -> str:
+        target = ValkeyEntryStore(settings.entry_store)
+        try:
+            progress("valkey-index", 0, None)
+            indexed, done = 0, False
+            while not done:
+                batch, done = await target.build_index_step()
+                indexed += batch
+                progress("valkey-index", batch, None)
+            return f"word index built ({indexed} entries indexed)"
+        finally:
+            await target.close()
+
+    return MigrationStep("valkey-index", store.url, detail, not ready), apply
+
+
 async def _dify_metadata(settings: Settings) -> tuple[MigrationStep, Apply] | None:
     if not settings.knowledge_store.startswith("dify"):
         return None
@@ -267,6 +297,7 @@ _STEPS = (
     _entries_schema,
     _knowledge_schema,
     _valkey_legacy,
+    _valkey_index,
     _dify_metadata,
     _reembed_knowledge,
     _reembed_entries,

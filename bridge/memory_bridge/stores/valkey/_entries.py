@@ -33,8 +33,9 @@ from .._clock import format_instant
 from .._query import query_terms
 from ._cluster import apply_book, sweep_cluster
 from ._errors import client_retry, map_valkey_errors
+from ._index import IndexState, WordIndex, snapshot_words
 from ._keys import KeyLayout
-from ._rank import rank
+from ._rank import entry_terms, order, rank
 from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPGRADE, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
@@ -182,6 +183,7 @@ class ValkeyEntryStore:
         self._fetch_many = self._client.register_script(FETCH)
         self._upgrade = self._client.register_script(UPGRADE)
         self._export_many = self._client.register_script(EXPORT)
+        self.index = WordIndex(self._client, self.keys, self._clock, _progress)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -234,6 +236,8 @@ class ValkeyEntryStore:
         live = 0
         async for batch in self._scan_ids("mem:"):
             live += len(await self._fetch(batch))
+        if live == 0 and not self._cluster:  # nothing to index: every entry to come indexes itself
+            await self._client.set(self.keys.own("memidx"), IndexState.READY, nx=True)
         await self._client.set(count_key, live, nx=True)
         self._count_ready = True
 
@@ -281,11 +285,7 @@ class ValkeyEntryStore:
         return {self.keys.id_of_member(_text(m)) for m in members}
 
     async def _candidates(self, flt: EntryFilter) -> list[Entry]:
-        sets = [self.keys.index("tag:", t) for t in flt.tags]
-        if flt.type is not None:
-            sets.append(self.keys.index("type:", flt.type))
-        if flt.project is not None:
-            sets.append(self.keys.index("project:", flt.project))
+        sets = self._filter_sets(flt)
         if not sets:
             entries: list[Entry] = []
             async for batch in self._scan_ids("mem:"):
@@ -341,6 +341,8 @@ class ValkeyEntryStore:
             "max_versions": self._max_versions,
             "op_ttl": self._operation_ttl,
             "rollback": -1,
+            "expect": "",
+            "words": entry_terms(write.id, write.title, write.body, write.tags),
         }
         args.update(overrides)
         return args
@@ -433,13 +435,25 @@ class ValkeyEntryStore:
 
         return await self._run("memory_history", work)
 
-    async def rollback(self, id: str, version_index: int) -> RollbackOutcome:
-        args = self._write_args(
-            EntryWrite(id=id, title="", body="", type="", tags=()), rollback=version_index
+    async def _rollback_script(self, id: str, version_index: int) -> dict[str, Any]:
+        """Run the rollback with the words of the snapshot it restores, read just before;
+        if the history moved meanwhile (the script says `changed`), read it again."""
+        empty = EntryWrite(id=id, title="", body="", type="", tags=())
+        history = self.keys.entry("memver:", id)
+        for _ in range(20):  # a cluster store keeps no word index: nothing to read
+            raw = None if self._cluster else await self._client.lindex(history, version_index)
+            expect, words = snapshot_words(id, raw)
+            args = self._write_args(empty, rollback=version_index, expect=expect, words=words)
+            result: dict[str, Any] = await self._script(self._write, id, args)
+            if result["status"] != "changed":
+                return result
+        raise StoreUnavailable(
+            f"{id}: its history keeps changing; retry the rollback", operation="memory_rollback"
         )
 
+    async def rollback(self, id: str, version_index: int) -> RollbackOutcome:
         async def work() -> RollbackOutcome:
-            result = await self._script(self._write, id, args)
+            result = await self._rollback_script(id, version_index)
             if result["status"] == "not_found":
                 raise NotFound(f"Version {version_index} not found for {id}", operation="memory_rollback")
             if result["status"] == "bad_snapshot":
@@ -450,13 +464,36 @@ class ValkeyEntryStore:
 
         return await self._run("memory_rollback", work)
 
+    def _filter_sets(self, flt: EntryFilter) -> list[str]:
+        sets = [self.keys.index("tag:", t) for t in flt.tags]
+        if flt.type is not None:
+            sets.append(self.keys.index("type:", flt.type))
+        if flt.project is not None:
+            sets.append(self.keys.index("project:", flt.project))
+        return sets
+
+    async def _indexed(self, flt: EntryFilter, terms: list[str], offset: int, limit: int) -> EntryPage | None:
+        """A page ranked from the word index: only the page's entries are fetched whole.
+        None while the index is not built, when the query matches too much of the store
+        for one script, or on a cluster (which keeps no index): the caller scans."""
+        if self._cluster:
+            return None
+        found = await self.index.candidates(terms, self._filter_sets(flt))
+        if found is None:
+            return None
+        ordered, _ = order(found.candidates, terms, found.total, found.frequency)
+        page = await self._fetch(c.id for c in ordered[offset : offset + limit])
+        return EntryPage(page, len(ordered), match=found.mode)
+
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:
+            terms = query_terms(query) if query else []
+            if terms and (indexed := await self._indexed(flt, terms, offset, limit)) is not None:
+                return indexed
             candidates = await self._candidates(flt)
             if not query:
                 ordered = sorted(candidates, key=_SORT_KEYS["hits"])
                 return EntryPage(ordered[offset : offset + limit], len(ordered))
-            terms = query_terms(query)
             if not terms:  # punctuation only: memory-mcp's substring match
                 needle = query.lower()
                 kept = [e for e in candidates if needle in e.title.lower() or needle in e.body.lower()]
@@ -514,7 +551,7 @@ class ValkeyEntryStore:
         async def work() -> int:
             if self._cluster:
                 return await sweep_cluster(self._client, self.keys, now, 1000)
-            keys = [self.keys.own("memexp"), self.keys.own("memexpidx"), self.keys.own("memcount")]
+            keys = [self.keys.own(k) for k in ("memexp", "memexpidx", "memcount", "memvocab")]
             args = {"now": now, "prefix": self.keys.prefix, "batch": 1000}
             return int(await self._sweep(keys=keys, args=[json.dumps(args)]))
 
@@ -574,8 +611,10 @@ class ValkeyEntryStore:
 
     async def import_records(self, records: Sequence[EntryRecord]) -> None:
         def args_of(record: EntryRecord) -> dict[str, Any]:
+            e = record.entry
             return {
-                "entry": record.entry.to_dict() if record.entry is not None else False,
+                "entry": e.to_dict() if e is not None else False,
+                "words": entry_terms(record.id, e.title, e.body, e.tags) if e is not None else {},
                 "revision": record.revision,
                 "history": list(record.history),
                 "expires_at_ms": int(record.expires_at * 1000) if record.expires_at else 0,
@@ -641,6 +680,22 @@ class ValkeyEntryStore:
                 done += int(await self._upgrade(keys=self.keys.entry_keys(id), args=[]))
                 _progress()
             return done
+
+    async def index_ready(self) -> bool:
+        """Whether `memory_search` answers from the word index (False: it scans); a
+        cluster store keeps no word index."""
+        if self._cluster:
+            return True
+        async with self._call("migrate"):
+            return await self.index.ready()
+
+    async def build_index_step(self) -> tuple[int, bool]:
+        """Index the entries of one SCAN batch written before the word index existed;
+        (how many were indexed, whether the index is now complete). Resumable, idempotent."""
+        if self._cluster:
+            return 0, True
+        async with self._call("migrate", bulk=True):
+            return await self.index.build_step()
 
     async def ping(self) -> None:
         async with self._call("health"):

@@ -42,12 +42,20 @@ class KeyLayout:
             f"{self.prefix}memop:{{{operation_id}}}" if self.cluster else f"{self.prefix}memop:{operation_id}"
         )
 
+    def terms(self, id: str) -> str:
+        """The words an entry is indexed under, space-separated (single node only)."""
+        return f"{self.prefix}memterms:{{{id}}}" if self.cluster else f"{self.prefix}memterms:{id}"
+
+    def word(self, word: str) -> str:
+        """The set of entries (as members) having `word` (single node only)."""
+        return f"{self.prefix}memw:{word}"
+
     def index(self, kind: str, name: str) -> str:
         """`kind` is tag:, type: or project:."""
         return f"{self.prefix}{kind}{name}"
 
     def own(self, name: str) -> str:
-        """memctl's bookkeeping keys: memcount, memexp, memexpidx."""
+        """memctl's bookkeeping keys: memcount, memexp, memexpidx, memvocab, memidx."""
         return f"{self.prefix}{{memctl}}:{name}" if self.cluster else f"{self.prefix}{name}"
 
     def script_keys(self, id: str, operation_id: str | None = None) -> list[str]:
@@ -56,4 +64,5 @@ class KeyLayout:
         if self.cluster:
             return [*keys, keys[0]]  # the operation record lives elsewhere; a same-slot placeholder
         op = self.operation(operation_id) if operation_id else f"{self.prefix}memop:"
-        return [*keys, op, self.own("memcount"), self.own("memexp"), self.own("memexpidx")]
+        own = [self.own(name) for name in ("memcount", "memexp", "memexpidx")]
+        return [*keys, op, *own, self.terms(id), self.own("memvocab")]

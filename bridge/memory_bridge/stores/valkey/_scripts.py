@@ -8,6 +8,15 @@ the scripts so no write scans), `memexp` (sorted set: id -> expiry time of entri
 TTL) and `memexpidx` (hash: id -> the index sets that entry is in), so expired entries
 can be taken out of their index sets after Valkey drops their hash.
 
+Outside cluster mode memctl also keeps a word index for `memory_search`: `memw:<word>`
+(hash: `mem:<id>` member -> the word's occurrences in its title, id, tags and body,
+"t,i,g,b"), `memvocab` (sorted set of every indexed word, for prefix lookups by
+ZRANGEBYLEX) and `memterms:<id>` (the words the entry is indexed under with their counts,
+"word:t,i,g,b" space-separated, with the entry's TTL). The words are computed by the
+store (Python's tokenisation, `_rank.entry_terms`) and passed in; every script that
+changes an entry moves its words in the same call, so the index never drifts. `memidx`
+is `ready` once every entry is indexed (see `INDEX_BATCH`); until then searches scan.
+
 In cluster mode (`a.cluster`) a script may only touch the keys of its own slot: the
 entry's three keys, which share the hash tag `{<id>}`. Index sets, the count and the
 expiry bookkeeping live in other slots, so the script leaves them alone and returns
@@ -19,7 +28,20 @@ Arguments arrive as one JSON object in ARGV[1]; results leave as one JSON object
 
 from __future__ import annotations
 
-__all__ = ["DELETE", "EXPORT", "FETCH", "GET", "IMPORT", "OP_RESERVE", "SWEEP", "UPGRADE", "WRITE"]
+__all__ = [
+    "DELETE",
+    "EXPORT",
+    "FETCH",
+    "GET",
+    "IMPORT",
+    "INDEX_BATCH",
+    "INDEX_READ",
+    "OP_RESERVE",
+    "SEARCH",
+    "SWEEP",
+    "UPGRADE",
+    "WRITE",
+]
 
 _PRELUDE = r"""
 local book = {}
@@ -56,11 +78,54 @@ local function idx_add(a, itype, project, tags)
   redis.call('SADD', a.prefix .. 'project:' .. project, a.member)
   for _, tag in ipairs(tags) do redis.call('SADD', a.prefix .. 'tag:' .. tag, a.member) end
 end
+local function word_drop(prefix, vocab, word, member)
+  local key = prefix .. 'memw:' .. word
+  redis.call('HDEL', key, member)
+  if redis.call('HLEN', key) == 0 then redis.call('ZREM', vocab, word) end
+end
+local function drop_words(a, words)
+  if a.cluster or not words then return end
+  for w in string.gmatch(words, '%S+') do word_drop(a.prefix, KEYS[9], w, a.member) end
+end
+local function words_joined(words)
+  local list = {}
+  for w in pairs(words or {}) do list[#list + 1] = w end
+  return table.concat(list, ' ')
+end
+local function words_with_counts(words)
+  local list = {}
+  for w, counts in pairs(words) do list[#list + 1] = w .. ':' .. counts end
+  return table.concat(list, ' ')
+end
+-- Move the entry from the words in memterms ("word:counts ...") to `words` (word -> its
+-- counts in title, id, tags and body, "t,i,g,b"; nil: the entry is gone). Words whose
+-- counts stay are not touched, so an edit costs what it changes.
+local function words_update(a, words)
+  if a.cluster then return end
+  local had = {}
+  local old = redis.call('GET', KEYS[8])
+  if old then for w, counts in string.gmatch(old, '([^%s:]+):(%S+)') do had[w] = counts end end
+  for w in pairs(had) do
+    if not (words and words[w]) then word_drop(a.prefix, KEYS[9], w, a.member) end
+  end
+  for w, counts in pairs(words or {}) do
+    if had[w] ~= counts then redis.call('HSET', a.prefix .. 'memw:' .. w, a.member, counts) end
+    if had[w] == nil then redis.call('ZADD', KEYS[9], 0, w) end
+  end
+  if words then redis.call('SET', KEYS[8], words_with_counts(words)) else redis.call('DEL', KEYS[8]) end
+end
+-- memterms lives and dies with the entry's hash.
+local function words_expire_with(a, mem)
+  if a.cluster then return end
+  local pttl = redis.call('PTTL', mem)
+  if pttl > 0 then redis.call('PEXPIRE', KEYS[8], pttl) end
+end
 local function count_by(a, delta)
   if a.cluster then book.count = (book.count or 0) + delta else redis.call('INCRBY', KEYS[5], delta) end
 end
 local function expiry_track(a, at, itype, project, tags_csv)
-  local info = cjson.encode({type = itype, project = project, tags = tags_csv})
+  local info = cjson.encode({type = itype, project = project, tags = tags_csv,
+    words = words_joined(a.words)})
   if a.cluster then book.expiry = {at = at, info = info} return end
   redis.call('ZADD', KEYS[6], at, a.id)
   redis.call('HSET', KEYS[7], a.id, info)
@@ -77,6 +142,7 @@ local function forget_expired(a)
   if info then
     local i = cjson.decode(info)
     idx_remove(a, i.type, i.project, i.tags)
+    drop_words(a, i.words)
     count_by(a, -1)
     expiry_untrack(a)
   end
@@ -99,10 +165,11 @@ end
 """
 
 # KEYS: mem, memver, memrev, memop (a same-slot placeholder in cluster mode)
-#       and, outside cluster mode, memcount, memexp, memexpidx
+#       and, outside cluster mode, memcount, memexp, memexpidx, memterms, memvocab
 # ARGV[1]: {id, member, title, body, type, tags, source, project, ttl (0 = none),
 #           if_version (-1 = none), op_id ("" = none), stamp, now, max_versions, op_ttl,
-#           rollback (-1 = plain set), prefix, cluster}
+#           rollback (-1 = plain set), expect (rollback: the snapshot the words were
+#           computed from), words, prefix, cluster}
 WRITE = (
     _PRELUDE
     + r"""
@@ -113,6 +180,7 @@ local restored_from = ''
 if a.rollback >= 0 then
   local raw = redis.call('LINDEX', memver, a.rollback)
   if not raw then return cjson.encode({status = 'not_found'}) end
+  if not a.cluster and raw ~= a.expect then return cjson.encode({status = 'changed'}) end
   local ok, snap = pcall(cjson.decode, raw)
   if not ok or type(snap) ~= 'table' or type(snap.title) ~= 'string' then
     return cjson.encode({status = 'bad_snapshot'})
@@ -160,6 +228,7 @@ redis.call('HSET', mem, 'title', a.title, 'body', a.body, 'type', a.type, 'tags'
   'hits', is_new and '0' or (prev.hits or '0'), 'ttl', ttl_field,
   'created', is_new and a.stamp or (prev.created or a.stamp))
 idx_add(a, a.type, a.project, a.tags)
+words_update(a, a.words)
 push_snapshot(memver, snapshot(a.title, a.body, a.type, a.tags, a.source, a.project, a.stamp, operation, rev),
   a.max_versions)
 if a.rollback >= 0 then
@@ -176,6 +245,7 @@ else
   redis.call('PERSIST', memrev)
   expiry_untrack(a)
 end
+words_expire_with(a, mem)
 if a.op_id ~= '' and not a.cluster then
   redis.call('HSET', memop, 'memory_id', a.id, 'revision', rev, 'action', operation)
   redis.call('EXPIRE', memop, a.op_ttl)
@@ -184,7 +254,8 @@ return reply(a, {status = 'applied', operation = operation, revision = rev, rest
 """
 )
 
-# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp, memexpidx
+# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp,
+#       memexpidx, memterms, memvocab
 # ARGV[1]: {id, member, stamp, max_versions, prefix, cluster}
 DELETE = (
     _PRELUDE
@@ -199,6 +270,7 @@ push_snapshot(memver, snapshot(prev.title, prev.body or '', prev.type or '', spl
 redis.call('PERSIST', memver)
 redis.call('PERSIST', memrev)
 idx_remove(a, prev.type, prev.project, prev.tags)
+words_update(a, nil)
 redis.call('DEL', mem)
 count_by(a, -1)
 expiry_untrack(a)
@@ -217,7 +289,8 @@ local rev = tonumber(redis.call('GET', KEYS[2]) or '0')
 return {flat, hits, rev}
 """
 
-# KEYS: memexp, memexpidx, memcount (single-node mode only; cluster mode sweeps client-side)
+# KEYS: memexp, memexpidx, memcount, memvocab (single-node mode only; cluster mode sweeps
+# client-side)
 # ARGV[1]: {now, prefix, batch}
 SWEEP = (
     _PRELUDE
@@ -232,6 +305,8 @@ for _, id in ipairs(ids) do
       local i = cjson.decode(info)
       a.member = 'mem:' .. id
       idx_remove(a, i.type, i.project, i.tags)
+      for w in string.gmatch(i.words or '', '%S+') do word_drop(a.prefix, KEYS[4], w, a.member) end
+      redis.call('DEL', a.prefix .. 'memterms:' .. id)
       redis.call('DECR', KEYS[3])
       dropped = dropped + 1
     end
@@ -243,9 +318,11 @@ return dropped
 """
 )
 
-# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp, memexpidx
+# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp,
+#       memexpidx, memterms, memvocab
 # ARGV[1]: {id, member, entry ({title, body, type, tags, source, project, created, updated, hits, ttl}
-#           or false), revision, history (newest first), expires_at_ms (0 = none), prefix, cluster}
+#           or false), words (the entry's), revision, history (newest first), expires_at_ms
+#           (0 = none), prefix, cluster}
 IMPORT = (
     _PRELUDE
     + r"""
@@ -270,12 +347,14 @@ if e then
   count_by(a, 1)
   if a.expires_at_ms > 0 then expiry_track(a, a.expires_at_ms / 1000, e.type, e.project, tags_csv) end
 end
+words_update(a, e and a.words or nil)
 if a.revision > 0 then redis.call('SET', memrev, a.revision) end
 if #a.history > 0 then redis.call('RPUSH', memver, unpack(a.history)) end
 if e and a.expires_at_ms > 0 then
   redis.call('PEXPIREAT', mem, a.expires_at_ms)
   redis.call('PEXPIREAT', memver, a.expires_at_ms)
   redis.call('PEXPIREAT', memrev, a.expires_at_ms)
+  words_expire_with(a, mem)
 end
 return reply(a, {status = 'ok'})
 """
@@ -349,3 +428,197 @@ end
 return 1
 """
 )
+
+# Single-node mode only: what ranking a text query needs, from the word index. A term
+# of three or more characters matches the indexed words it begins, a shorter one only
+# itself; an entry's count of a term in each text is the sum over the words it matches.
+# A term's entries come from its words' hashes, or, when the smallest filter set is
+# smaller, from looking that set's members up in them.
+# Only entries in every filter set count, and not those gone (expired, not swept yet:
+# due in memexp by now + slack, their hash missing). `total` is how many live entries the
+# filter sets hold (memcount when unfiltered); `freq` per term how many of them have it.
+# Rows are the entries with every term (`all`) or, if none has, with any (`any`): per
+# row [id, hits, updated, then per term its counts "t,i,g,b"], all rows one JSON text
+# (one string is far cheaper for the client to read than an array per row).
+# KEYS: memidx, memcount, memexp, memvocab
+# ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack, max_visits}
+# Returns {'unbuilt'} while the index is being built, {'too_many'} when the terms match
+# more than max_visits entries, else {'ok', total, mode, freq, rows}.
+SEARCH = r"""
+local a = cjson.decode(ARGV[1])
+if redis.call('GET', KEYS[1]) ~= 'ready' then return {'unbuilt'} end
+local function in_filters(m)
+  for _, key in ipairs(a.filters) do
+    if redis.call('SISMEMBER', key, m) == 0 then return false end
+  end
+  return true
+end
+local gone, dead = {}, 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', a.now + a.slack)) do
+  if redis.call('EXISTS', a.prefix .. 'mem:' .. id) == 0 then
+    gone['mem:' .. id] = true
+    if in_filters('mem:' .. id) then dead = dead + 1 end
+  end
+end
+local nterms = #a.terms
+local rows, members, kept = {}, {}, {}
+local function add(m, k, counts)
+  local row = rows[m]
+  if row == nil then
+    row = {n = 0}
+    rows[m] = row
+    members[#members + 1] = m
+  end
+  local c = row[k]
+  if c == nil then
+    row[k] = counts  -- as stored: most terms match one word of an entry
+    row.n = row.n + 1
+  else  -- a second word the term matches: add the counts up
+    local sum, j = {}, 1
+    for n in string.gmatch(c, '%d+') do sum[j] = tonumber(n) j = j + 1 end
+    j = 1
+    for n in string.gmatch(counts, '%d+') do sum[j] = sum[j] + tonumber(n) j = j + 1 end
+    row[k] = table.concat(sum, ',')
+  end
+end
+-- The smallest filter set: when it is smaller than a term's words' hashes, look its
+-- members up in them instead of walking them (a tag within a large store).
+local smallest, smallest_size, smallest_members = nil, nil, nil
+for _, key in ipairs(a.filters) do
+  local size = redis.call('SCARD', key)
+  if smallest_size == nil or size < smallest_size then smallest, smallest_size = key, size end
+end
+-- Plan each term (its words; walk their hashes, or look the smallest set up in them) and
+-- give up if that visits more than a.max_visits entries: the store then scans in batches,
+-- as it does without an index, rather than hold the server in one long script.
+local plans, visits = {}, 0
+for k, term in ipairs(a.terms) do
+  local words
+  if term.exact then
+    words = {term.t}
+  else
+    words = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. term.t, '(' .. term.t .. '\255')
+  end
+  local walk = 0
+  for _, w in ipairs(words) do walk = walk + redis.call('HLEN', a.prefix .. 'memw:' .. w) end
+  local lookup = smallest ~= nil and smallest_size * #words < walk
+  plans[k] = {words = words, lookup = lookup}
+  visits = visits + (lookup and smallest_size * #words or walk)
+end
+if visits > a.max_visits then return {'too_many'} end
+for k, plan in ipairs(plans) do
+  if plan.lookup then
+    smallest_members = smallest_members or redis.call('SMEMBERS', smallest)
+    for _, w in ipairs(plan.words) do
+      local key = a.prefix .. 'memw:' .. w
+      for first = 1, #smallest_members, 1000 do
+        local last = math.min(first + 999, #smallest_members)
+        local found = redis.call('HMGET', key, unpack(smallest_members, first, last))
+        for i = 1, #found do
+          if found[i] then add(smallest_members[first + i - 1], k, found[i]) end
+        end
+      end
+    end
+  else
+    for _, w in ipairs(plan.words) do
+      local flat = redis.call('HGETALL', a.prefix .. 'memw:' .. w)
+      for i = 1, #flat, 2 do add(flat[i], k, flat[i + 1]) end
+    end
+  end
+end
+local freq = {}
+for k = 1, nterms do freq[k] = 0 end
+local complete = 0
+for _, m in ipairs(members) do
+  if not gone[m] and in_filters(m) then
+    kept[#kept + 1] = m
+    local row = rows[m]
+    for k = 1, nterms do if row[k] then freq[k] = freq[k] + 1 end end
+    if row.n == nterms then complete = complete + 1 end
+  end
+end
+local mode = 'all'
+if complete == 0 and nterms > 1 then mode = 'any' end
+local out = {}
+for _, m in ipairs(kept) do
+  local row = rows[m]
+  if mode == 'any' or row.n == nterms then
+    local f = redis.call('HMGET', a.prefix .. m, 'title', 'hits', 'updated')
+    if f[1] then
+      local item = {string.sub(m, 5), f[2] or '0', f[3] or ''}
+      for k = 1, nterms do item[k + 3] = row[k] or '0,0,0,0' end
+      out[#out + 1] = item
+    end
+  end
+end
+local total
+if #a.filters == 0 then
+  total = tonumber(redis.call('GET', KEYS[2]) or '0')
+elseif #a.filters == 1 then
+  total = redis.call('SCARD', a.filters[1])
+else
+  total = redis.pcall('SINTERCARD', #a.filters, unpack(a.filters))
+  if type(total) ~= 'number' then total = #redis.call('SINTER', unpack(a.filters)) end
+end
+if #out == 0 then return {'ok', total - dead, mode, freq, '[]'} end
+return {'ok', total - dead, mode, freq, cjson.encode(out)}
+"""
+
+# Single-node mode only, building the word index for entries written before it existed:
+# per id its hash and revision counter. ARGV: prefix, then the ids.
+INDEX_READ = r"""
+local out = {}
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  out[#out + 1] = {
+    redis.call('HGETALL', ARGV[1] .. 'mem:' .. id),
+    redis.call('GET', ARGV[1] .. 'memrev:' .. id) or '',
+  }
+end
+return out
+"""
+
+# Index a batch of entries read by INDEX_READ. An entry is skipped when it has words
+# already (written since, or indexed by an earlier run) or changed since it was read (its
+# revision moved, or it is gone): a write indexes it then. An entry with a TTL that memctl
+# does not track yet (written by memory-mcp) is tracked, so its words go when it expires.
+# KEYS: memexp, memexpidx, memvocab
+# ARGV[1]: {prefix, now, entries: [{id, revision, words (word -> counts), type, project, tags}]}
+# Returns how many entries were indexed.
+INDEX_BATCH = r"""
+local function words_joined(words)
+  local list, pairs_ = {}, {}
+  for w, counts in pairs(words) do
+    list[#list + 1] = w
+    pairs_[#pairs_ + 1] = w .. ':' .. counts
+  end
+  return table.concat(list, ' '), table.concat(pairs_, ' ')
+end
+local a = cjson.decode(ARGV[1])
+local done = 0
+for _, e in ipairs(a.entries) do
+  local mem = a.prefix .. 'mem:' .. e.id
+  local terms = a.prefix .. 'memterms:' .. e.id
+  local member = 'mem:' .. e.id
+  if redis.call('EXISTS', terms) == 0 and redis.call('HEXISTS', mem, 'title') == 1
+      and (redis.call('GET', a.prefix .. 'memrev:' .. e.id) or '') == e.revision then
+    for w, counts in pairs(e.words) do
+      redis.call('HSET', a.prefix .. 'memw:' .. w, member, counts)
+      redis.call('ZADD', KEYS[3], 0, w)
+    end
+    local joined, with_counts = words_joined(e.words)
+    redis.call('SET', terms, with_counts)
+    local pttl = redis.call('PTTL', mem)
+    if pttl > 0 then
+      redis.call('PEXPIRE', terms, pttl)
+      local info = redis.call('HGET', KEYS[2], e.id)
+      local i = info and cjson.decode(info) or {type = e.type, project = e.project, tags = e.tags}
+      i.words = joined
+      redis.call('ZADD', KEYS[1], a.now + pttl / 1000, e.id)
+      redis.call('HSET', KEYS[2], e.id, cjson.encode(i))
+    end
+    done = done + 1
+  end
+end
+return done
+"""

@@ -1,0 +1,164 @@
+"""The word index of a single-node Valkey store: searching it, and building it for old data.
+
+Every write keeps the index (see `_scripts`); what is here reads it for `memory_search`,
+and builds it for entries written before it existed (`memctl migrate`): SCAN in small
+batches, each indexed by a short script that skips entries written meanwhile, so writes
+go on during the build, and a run stopped half-way resumes at the SCAN cursor it saved.
+Until a build has been through every key, `memidx` is not `ready` and searches scan.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from ._keys import KeyLayout
+from ._rank import Candidate, Mode, entry_terms
+from ._scripts import INDEX_BATCH, INDEX_READ, SEARCH
+
+__all__ = ["IndexState", "Ranking", "WordIndex", "snapshot_words"]
+
+# Entries whose recorded expiry is at most this far ahead are checked for being gone when
+# a search counts the entries searched: covers clock differences between bridges and server.
+EXPIRY_SLACK_SECONDS = 300
+# A search whose terms match more entries than this scans instead (in batches, each a short
+# call): one script over them all would hold the server, and every other call, too long.
+MAX_VISITS = 20_000
+_SCAN_COUNT = 500
+_SCRIPT_BATCH = 100
+_ABSENT = "0,0,0,0"  # SEARCH's counts of a term a row does not have
+
+
+class IndexState(StrEnum):
+    READY = "ready"
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """The entries to rank (those with every term, or with any if none has all), how many
+    entries were searched, and how many of those have each term."""
+
+    candidates: list[Candidate]
+    total: int
+    frequency: dict[str, int]
+    mode: Mode
+
+
+def _fields(flat: list[Any]) -> dict[str, str]:
+    return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
+def snapshot_words(id: str, raw: str | None) -> tuple[str, dict[str, str]]:
+    """(the snapshot as read, the words the entry will have once rolled back to it), with
+    the same reading of the snapshot as the write script's."""
+    if raw is None:
+        return "", {}
+    try:
+        snap = json.loads(raw)
+    except ValueError:
+        return raw, {}
+    if not isinstance(snap, dict) or not isinstance(snap.get("title"), str):
+        return raw, {}
+    body = snap.get("body")
+    tags = snap.get("tags")
+    tag_list = [str(t) for t in tags] if isinstance(tags, list) else []
+    return raw, entry_terms(id, snap["title"], "" if body is None or body is False else str(body), tag_list)
+
+
+class WordIndex:
+    def __init__(
+        self, client: Any, keys: KeyLayout, clock: Callable[[], float], progress: Callable[[], None]
+    ) -> None:
+        self._client = client
+        self._keys = keys
+        self._clock = clock
+        self._progress = progress
+        self._search = client.register_script(SEARCH)
+        self._read = client.register_script(INDEX_READ)
+        self._batch = client.register_script(INDEX_BATCH)
+
+    async def candidates(self, terms: list[str], filter_sets: list[str]) -> Ranking | None:
+        """What ranking the terms among the live entries of the filter sets needs; None
+        while the index is not built, or when the terms match too many entries for one
+        script (the caller scans)."""
+        keys = [self._keys.own(k) for k in ("memidx", "memcount", "memexp", "memvocab")]
+        args = {
+            "prefix": self._keys.prefix,
+            "terms": [{"t": t, "exact": len(t) < 3} for t in terms],
+            "filters": filter_sets,
+            "now": self._clock(),
+            "slack": EXPIRY_SLACK_SECONDS,
+            "max_visits": MAX_VISITS,
+        }
+        reply = await self._search(keys=keys, args=[json.dumps(args)])
+        if reply[0] != "ok":
+            return None
+        _, total, mode, freq, rows = reply
+        candidates = []
+        for id, hits, updated, *texts in json.loads(rows):
+            counts = {
+                term: tuple(map(int, text.split(",")))
+                for term, text in zip(terms, texts, strict=True)
+                if text != _ABSENT
+            }
+            candidates.append(Candidate(id, int(hits or 0), updated, counts))
+        frequency = {t: int(f) for t, f in zip(terms, freq, strict=True)}
+        return Ranking(candidates, int(total), frequency, "any" if mode == "any" else "all")
+
+    async def ready(self) -> bool:
+        return bool(await self._client.get(self._keys.own("memidx")) == IndexState.READY)
+
+    async def _cursor(self) -> tuple[str, int]:
+        """The server's run id and the SCAN cursor saved by an earlier run on that same
+        server process (a restarted server orders its keys anew: start over)."""
+        run_id = str((await self._client.info("server"))["run_id"])
+        saved = await self._client.get(self._keys.own("memidxscan"))
+        owner, _, cursor = str(saved or "").partition(":")
+        return run_id, int(cursor) if owner == run_id and cursor.isdigit() else 0
+
+    async def build_step(self) -> tuple[int, bool]:
+        """Index the entries of one SCAN batch; (how many were indexed, whether done)."""
+        if await self.ready():
+            return 0, True
+        run_id, cursor = await self._cursor()
+        cursor, keys = await self._client.scan(cursor, match=self._keys.pattern("mem:"), count=_SCAN_COUNT)
+        self._progress()
+        ids = [self._keys.id_of_key("mem:", str(key)) for key in keys]
+        indexed = 0
+        for start in range(0, len(ids), _SCRIPT_BATCH):
+            indexed += await self._index(ids[start : start + _SCRIPT_BATCH])
+            self._progress()
+        if cursor == 0:
+            await self._client.set(self._keys.own("memidx"), IndexState.READY)
+            await self._client.delete(self._keys.own("memidxscan"))
+            return indexed, True
+        await self._client.set(self._keys.own("memidxscan"), f"{run_id}:{cursor}")
+        return indexed, False
+
+    async def _index(self, ids: list[str]) -> int:
+        replies = await self._read(keys=[], args=[self._keys.prefix, *ids])
+        entries = []
+        for id, (flat, revision) in zip(ids, replies, strict=True):
+            fields = _fields(flat)
+            if "title" not in fields:
+                continue
+            tags = [t for t in fields.get("tags", "").split(",") if t]
+            words = entry_terms(id, fields["title"], fields.get("body", ""), tags)
+            entries.append(
+                {
+                    "id": id,
+                    "revision": str(revision),
+                    "words": words,
+                    "type": fields.get("type", ""),
+                    "project": fields.get("project", ""),
+                    "tags": fields.get("tags", ""),
+                }
+            )
+        if not entries:
+            return 0
+        keys = [self._keys.own(k) for k in ("memexp", "memexpidx", "memvocab")]
+        args = {"prefix": self._keys.prefix, "now": self._clock(), "entries": entries}
+        return int(await self._batch(keys=keys, args=[json.dumps(args)]))
