@@ -53,6 +53,8 @@ _WAIT_SECONDS = 30.0
 _SUBSTRING_CANDIDATES = 200
 _CANDIDATES = 50
 _Keying = Literal["ready", "wait", "gone"]
+# Dify's 400 for a segment that a concurrent update of its document disabled while re-indexing.
+_SEGMENT_REPLACED = "Can't update disabled segment"
 
 
 @dataclass
@@ -313,8 +315,16 @@ class DifyKnowledgeStore:
         for segment in await self.client.segments(dataset.id, document_id):
             current = [str(k) for k in segment.get("keywords") or []]
             wanted = _keywords(str(segment.get("content") or ""), current)
-            if sorted(current) != wanted:
+            if sorted(current) == wanted:
+                continue
+            try:
                 await self.client.set_segment_keywords(dataset.id, document_id, segment, wanted)
+            except InvalidInput as exc:
+                if _SEGMENT_REPLACED not in str(exc):
+                    raise
+                # a concurrent save of this document is re-indexing it: key it once that is over
+                self._unkeyed[document_id] = (dataset, False)
+                return
 
     async def _write_metadata(
         self, dataset: _Dataset, fields: dict[str, str], document_id: str, values: dict[str, str]
@@ -483,10 +493,10 @@ class DifyKnowledgeStore:
             state = await self._keying(dataset, document_id, enabled=enabled)
             if state == "wait":
                 continue
-            if state == "ready":
-                await self._set_keywords(dataset, document_id)
-                done += 1
             del self._unkeyed[document_id]
+            if state == "ready":
+                await self._set_keywords(dataset, document_id)  # queues it again if replaced meanwhile
+                done += 1
         return done
 
     async def ping(self) -> None:
