@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memory_bridge import AccessDenied, InvalidInput, NotFound, StoreUnavailable
+from memory_bridge import AccessDenied, InvalidInput, NotFound, StoreFailed, StoreUnavailable
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
 from memory_bridge.stores.dify import DurableKnowledgeStore, Outbox, onboard
 from memory_bridge.stores.dify._client import DifyClient
@@ -81,6 +81,29 @@ async def test_a_4xx_is_never_an_outage_and_5xx_is_retried() -> None:
         await client.get_dataset("down")
     assert len(calls) == 6, "a 502 is retried before it is reported"
     await client.close()
+
+
+async def test_a_document_read_while_dify_swaps_its_segments_is_read_again() -> None:
+    """Dify 1.14 answers 500 (ZeroDivisionError in average_segment_length) for a document
+    whose re-index has just removed its segments; the next read succeeds."""
+    answers = iter([500, 500, 200])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        status = next(answers)
+        if status == 500:
+            return httpx.Response(
+                500, json={"message": "Internal Server Error", "code": "internal_server_error"}
+            )
+        return httpx.Response(200, json={"id": "doc-1", "indexing_status": "indexing"})
+
+    client = mock_client(handler)
+    assert (await client.get_document("ds", "doc-1"))["indexing_status"] == "indexing"
+    await client.close()
+
+    broken = mock_client(lambda request: httpx.Response(500, text="Internal Server Error"))
+    with pytest.raises(StoreFailed, match="get document: Dify answered 500"):
+        await broken.get_document("ds", "doc-1")
+    await broken.close()
 
 
 async def test_an_untested_version_is_named_in_a_warning(caplog: pytest.LogCaptureFixture) -> None:

@@ -189,14 +189,25 @@ class DifyClient:
         return None
 
     async def get_document(self, dataset_id: str, document_id: str) -> dict[str, Any]:
-        return dict(
-            await self.request(
-                "GET",
-                f"/datasets/{dataset_id}/documents/{document_id}",
-                "get document",
-                params={"metadata": "all"},
-            )
-        )
+        """One document's detail. Dify 1.14 answers 500 for it for a moment while a re-index
+        swaps its segments (the average segment length divides by a count that just became
+        zero), so an internal error here is retried a few times before it counts."""
+        failures = 0
+        while True:
+            try:
+                return dict(
+                    await self.request(
+                        "GET",
+                        f"/datasets/{dataset_id}/documents/{document_id}",
+                        "get document",
+                        params={"metadata": "all"},
+                    )
+                )
+            except StoreFailed:
+                failures += 1
+                if failures == _RETRIES:
+                    raise
+                await anyio.sleep(_BACKOFF * 2 ** (failures - 1))
 
     async def create_by_text(self, dataset_id: str, name: str, text: str, technique: str) -> dict[str, Any]:
         body = {
