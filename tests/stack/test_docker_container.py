@@ -114,6 +114,28 @@ def test_a_container_that_exits_fails_with_its_output(tiny_image: str, names: tu
         run(FakeModule(**spec))
 
 
+def test_a_container_that_crashes_a_moment_after_starting_fails_with_its_output(
+    tiny_image: str, names: tuple[str, str, str]
+) -> None:
+    name, _, _ = names
+    command = ["/bin/sh", "-c", "sleep 1; echo lost the database >&2; exit 1"]
+    spec = params(tiny_image, name, command=command, restart="no", wait=30)
+    with pytest.raises(ModuleFailed, match=f"container {name} exited:\nlost the database"):
+        run(FakeModule(**spec))
+
+
+def test_a_container_that_keeps_restarting_is_not_ready_and_says_why(
+    tiny_image: str, names: tuple[str, str, str]
+) -> None:
+    name, _, _ = names
+    command = ["/bin/sh", "-c", "echo bad config >&2; exit 2"]
+    spec = params(tiny_image, name, command=command, restart="unless-stopped", wait=4)
+    with pytest.raises(
+        ModuleFailed, match=rf"(?s)container {name} is not ready after 4 s \(status: .*bad config"
+    ):
+        run(FakeModule(**spec))
+
+
 def test_a_missing_image_is_named(names: tuple[str, str, str]) -> None:
     with pytest.raises(ModuleFailed, match="image memctl-test-none:x is not on this machine"):
         run(FakeModule(**params("memctl-test-none:x", names[0])))

@@ -84,7 +84,10 @@ options:
     type: dict
     default: {}
   wait:
-    description: Seconds to wait for the container to be healthy (or running, without a health check).
+    description:
+      - Seconds to wait for the container to be healthy or, without a health check, to keep
+        running for two seconds. A container that exits, or is still not ready when the time is
+        up, fails the task with its last lines of output.
     type: int
     default: 0
 author: memctl
@@ -121,6 +124,8 @@ action:
 
 SPEC_LABEL = "io.memctl.spec"
 _STOP_SECONDS = 30
+_SETTLE_SECONDS = 2.0  # how long a container without a health check must keep running
+_POLL_SECONDS = 0.5
 _SPEC_KEYS = ("image", "command", "env", "mounts", "published", "networks", "user", "restart", "healthcheck")
 
 
@@ -189,22 +194,39 @@ def _get(client: Any, name: str) -> Any:
 
 
 def wait_ready(module: AnsibleModule, container: Any, seconds: int) -> None:
-    """Wait until the container is healthy (or running, if it has no health check)."""
+    """Wait until the container is healthy or, without a health check, has kept running for
+    `_SETTLE_SECONDS` (a command that fails at once is "running" for a moment first)."""
     deadline = time.monotonic() + seconds
+    settle = min(_SETTLE_SECONDS, seconds)
+    run_seen: tuple[str, float] | None = None  # (StartedAt, when first seen running) of this run
     while True:
         container.reload()
         state = container.attrs.get("State") or {}
         health = (state.get("Health") or {}).get("Status")
-        if state.get("Running") and health in (None, "healthy"):
-            return
+        now = time.monotonic()
         if not state.get("Running") and state.get("Status") in ("exited", "dead"):
-            logs = container.logs(stdout=True, stderr=True, tail=20).decode("utf-8", errors="replace")
-            module.fail_json(msg=f"container {container.name} exited:\n{logs.strip()}")
-        if time.monotonic() > deadline:
+            module.fail_json(msg=f"container {container.name} exited:\n{_last_lines(container)}")
+        if state.get("Running") and health == "healthy":
+            return
+        if state.get("Running") and health is None:
+            started = str(state.get("StartedAt"))
+            if run_seen is None or run_seen[0] != started:
+                run_seen = (started, now)
+            elif now - run_seen[1] >= settle:
+                return
+        if now > deadline:
+            restarts = state.get("RestartCount") or container.attrs.get("RestartCount") or 0
             module.fail_json(
-                msg=f"container {container.name} is not ready after {seconds} s (health: {health})"
+                msg=f"container {container.name} is not ready after {seconds} s "
+                f"(status: {state.get('Status')}, health: {health}, restarts: {restarts}):\n"
+                f"{_last_lines(container)}"
             )
-        time.sleep(1)
+        time.sleep(_POLL_SECONDS)
+
+
+def _last_lines(container: Any) -> str:
+    """The container's last lines of output, for an error message."""
+    return str(container.logs(stdout=True, stderr=True, tail=20).decode("utf-8", errors="replace")).strip()
 
 
 def _remove(container: Any) -> None:
