@@ -35,7 +35,7 @@ _CSP = (
 _HEADERS = {
     "content-security-policy": _CSP,
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",  # "no-referrer" would make a POST's Origin "null"
     "cache-control": "no-store",
     "x-frame-options": "DENY",
 }
