@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -75,3 +76,26 @@ def project(tmp_path: Path) -> Path:
     rotated = memctl("token", "rotate", "--project", str(tmp_path), "--json")
     assert rotated.code == 0, rotated.stderr
     return tmp_path
+
+
+_SHOTS: list[Path] = []
+
+
+@pytest.fixture
+def artifacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where a browser test keeps its screenshots: $MEMCTL_TEST_ARTIFACTS/ui/TEST, else a
+    temporary directory; the run's summary names it."""
+    root = os.environ.get("MEMCTL_TEST_ARTIFACTS")
+    name = request.node.name.replace("[", "-").replace("]", "")
+    if root:
+        folder = Path(root) / "ui" / name
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    else:
+        folder = tmp_path_factory.mktemp(f"ui-{name}")
+    _SHOTS.append(folder)
+    return folder
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for folder in _SHOTS:
+        terminalreporter.write_line(f"web view screenshots: {folder}")

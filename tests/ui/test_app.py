@@ -125,6 +125,7 @@ def test_a_post_without_the_sessions_csrf_token_changes_nothing(client: TestClie
         ({"id": target}, {}),
         ({"id": target, "csrf": "forged"}, {}),
         ({"id": target, "csrf": csrf_of(page)}, {"origin": "http://evil.example"}),
+        ({"id": target, "csrf": csrf_of(page)}, {"origin": "null"}),
     ):
         answer = client.post("/document-disable", data=form, headers=headers)
         assert answer.status_code == 403 and "CSRF" in answer.text
