@@ -112,6 +112,7 @@ def test_every_page_forbids_outside_resources(client: TestClient) -> None:
         assert answer.status_code == 200, path
         assert "default-src 'none'" in answer.headers["content-security-policy"]
         assert answer.headers["x-frame-options"] == "DENY"
+        assert answer.headers["server-timing"].startswith("app;dur=")
         assert not re.search(r"""(src|href|action)=["']?(https?:)?//""", answer.text), path
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hmac
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from urllib.parse import parse_qsl
@@ -44,21 +45,28 @@ _MAX_FORM = 1 << 20
 _STATUS = {NotFound: 404, InvalidInput: 400, Conflict: 409}
 
 
-class _SecurityHeaders:
-    """Every response forbids loading anything from elsewhere and being framed or cached."""
+class _Headers:
+    """Every response forbids loading anything from elsewhere and being framed or cached,
+    and says how long the app took (Server-Timing, shown by a browser's developer tools)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
                 for name, value in _HEADERS.items():
                     headers[name] = value
+                headers["server-timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.2f}"
             await send(message)
 
-        await self.app(scope, receive, sending if scope["type"] == "http" else send)
+        await self.app(scope, receive, sending)
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -177,7 +185,7 @@ def create_app(settings: Settings, auth: Auth, *, cookie: str = "memctl_ui") -> 
         *(Route(path, app.route(handler, write=True), methods=["POST"]) for path, handler in WRITES.items()),
     ]
     middleware = [
-        Middleware(_SecurityHeaders),
+        Middleware(_Headers),
         Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"]),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=app.lifespan)
