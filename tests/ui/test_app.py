@@ -8,6 +8,7 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -17,6 +18,7 @@ from memory_bridge import load_settings
 
 from ..day2.conftest import memctl
 from ..day2.stores import documents, entry_records
+from .browser import memctl_ui
 from .conftest import HOSTILE, write_entry
 
 ORIGIN = "http://127.0.0.1"
@@ -316,3 +318,25 @@ def test_every_page_template_parses() -> None:
     assert "base.html.j2" in names
     for name in names:
         environment.get_template(name)
+
+
+def test_search_filters_by_slot_type_and_tag(client: TestClient) -> None:
+    lessons = client.get("/search?q=retry+backoff+stream&slot=self_improvement").text
+    assert "self_improvement/lesson-timeout.md" in lessons and "entry n-" not in lessons
+    assert 'value="self_improvement" selected' in lessons
+    typed = client.get("/search?q=deploy&type=reference").text
+    assert "knowledge/deploy.md" not in typed
+    assert "0 hit(s)" in client.get("/search?q=learned&tag=nope").text
+    assert client.get("/search?q=deploy&slot=nope").status_code == 400
+
+
+def test_memctl_ui_serves_on_loopback_with_a_one_time_link(project: Path) -> None:
+    with memctl_ui(project) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        with httpx.Client(base_url=server.url) as browser:
+            assert browser.get("/entries").status_code == 303
+            first = browser.get(server.login_url)
+            assert first.status_code == 303 and "HttpOnly" in first.headers["set-cookie"]
+            assert "release/process" in browser.get("/entries").text
+        with httpx.Client(base_url=server.url) as other:
+            assert other.get(server.login_url).status_code == 403  # used up

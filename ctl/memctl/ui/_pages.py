@@ -94,10 +94,20 @@ async def search(view: View) -> Response:
     params = view.request.query_params
     query = params.get("q", "").strip()
     kind = params.get("type", "").strip()
+    slot = params.get("slot", "").strip()
+    tag = params.get("tag", "").strip()
     result = None
     if query:
-        result = await search_items(view.items, query, type=kind or None, limit=_PAGE)
-    return view.page("search.html.j2", query=query, type=kind, result=result)
+        result = await search_items(
+            view.items,
+            query,
+            slots=[slot] if slot else None,
+            type=kind or None,
+            tags=[tag] if tag else None,
+            limit=_PAGE,
+        )
+    slots = [s.name for s in await view.items.knowledge.list_slots()]
+    return view.page("search.html.j2", query=query, type=kind, slot=slot, tag=tag, slots=slots, result=result)
 
 
 async def knowledge(view: View) -> Response:
