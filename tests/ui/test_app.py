@@ -16,6 +16,7 @@ from memctl.ui import Auth, create_app
 from memctl.ui._view import _environment
 from memory_bridge import load_settings
 
+from ..bridges import free_port
 from ..day2.conftest import memctl
 from ..day2.stores import documents, entry_records
 from .browser import memctl_ui
@@ -340,3 +341,10 @@ def test_memctl_ui_serves_on_loopback_with_a_one_time_link(project: Path) -> Non
             assert "release/process" in browser.get("/entries").text
         with httpx.Client(base_url=server.url) as other:
             assert other.get(server.login_url).status_code == 403  # used up
+
+
+def test_ui_reports_an_unreachable_store_before_serving(project: Path) -> None:
+    (project / ".memory" / "config.toml").write_text(f'entry_store = "valkey://127.0.0.1:{free_port()}/0"\n')
+    answer = memctl("ui", "--project", str(project), "--json")
+    assert answer.code == 5, answer.stdout
+    assert json.loads(answer.stdout)["error"] == "StoreUnavailable"

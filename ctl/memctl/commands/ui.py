@@ -6,11 +6,13 @@ import socket
 import sys
 from pathlib import Path
 
+import anyio
 import click
 import uvicorn
 
 from memory_bridge import ConfigError, Settings, read_token_file
 
+from .._lookup import item_stores
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
@@ -30,6 +32,13 @@ def _project_token(settings: Settings) -> str:
             )
         token = read_token_file(default)
     return token.get_secret_value()
+
+
+async def _check_stores(settings: Settings) -> None:
+    """Fail here, as a memctl error, rather than inside the server's start-up."""
+    async with item_stores(settings) as stores:
+        await stores.entries.ping()
+        await stores.knowledge.ping()
 
 
 def _bind(port: int) -> socket.socket:
@@ -73,6 +82,7 @@ def ui(project: Path | None, port: int, as_json: bool) -> None:
     """
     settings = provisioned_settings(project)
     auth = Auth(_project_token(settings))
+    anyio.run(_check_stores, settings)
     sock = _bind(port)
     bound = sock.getsockname()[1]
     url = f"http://{_HOST}:{bound}/"
