@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -348,3 +351,30 @@ def test_ui_reports_an_unreachable_store_before_serving(project: Path) -> None:
     answer = memctl("ui", "--project", str(project), "--json")
     assert answer.code == 5, answer.stdout
     assert json.loads(answer.stdout)["error"] == "StoreUnavailable"
+
+
+def test_the_login_link_expires_after_ten_minutes(
+    anonymous: TestClient, auth: Auth, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    later = time.monotonic() + 601
+    monkeypatch.setattr("memctl.ui._auth.time.monotonic", lambda: later)
+    answer = anonymous.get(f"/login?code={auth.login_code}")
+    assert answer.status_code == 403 and "expired" in answer.text
+
+
+def test_memctl_ui_prints_where_to_log_in(project: Path) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "memctl", "ui", "--project", str(project)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        try:
+            first, second = process.stdout.readline(), process.stdout.readline()
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    assert first.startswith(f"memctl ui: {project} at http://127.0.0.1:")
+    assert re.match(r"log in \(one-time link, 10 minutes\): http://127\.0\.0\.1:\d+/login\?code=\S+$", second)
+    assert (project / ".memory" / "bridge.token").read_text().strip() not in first + second

@@ -14,7 +14,7 @@ from memory_bridge import ConfigError, Settings, read_token_file
 
 from .._lookup import item_stores
 from .._options import project_option
-from .._output import console, emit_json, json_option
+from .._output import emit_json, json_option
 from .._project import provisioned_settings
 from ..ui import Auth, create_app
 
@@ -90,9 +90,9 @@ def ui(project: Path | None, port: int, as_json: bool) -> None:
     if as_json:
         emit_json({"url": url, "login_url": login, "project": str(settings.project)})
     else:
-        console.print(f"memctl ui: {settings.project} at {url}", markup=False, highlight=False)
-        console.print(f"log in (one-time link, 10 minutes): {login}", markup=False, highlight=False)
-        console.print("stop with Ctrl-C", markup=False, highlight=False)
+        click.echo(f"memctl ui: {settings.project} at {url}")  # not rich: a URL must never wrap
+        click.echo(f"log in (one-time link, 10 minutes): {login}")
+        click.echo("stop with Ctrl-C")
     sys.stdout.flush()
     app = create_app(settings, auth, cookie=f"memctl_ui_{bound}")
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
