@@ -79,16 +79,16 @@ def project(tmp_path: Path) -> Path:
 
 
 _SHOTS: list[Path] = []
+_ARTIFACTS = os.environ.get("MEMCTL_TEST_ARTIFACTS")  # read before the tests clear MEMCTL_*
 
 
 @pytest.fixture
 def artifacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where a browser test keeps its screenshots: $MEMCTL_TEST_ARTIFACTS/ui/TEST, else a
     temporary directory; the run's summary names it."""
-    root = os.environ.get("MEMCTL_TEST_ARTIFACTS")
     name = request.node.name.replace("[", "-").replace("]", "")
-    if root:
-        folder = Path(root) / "ui" / name
+    if _ARTIFACTS:
+        folder = Path(_ARTIFACTS) / "ui" / name
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     else:
         folder = tmp_path_factory.mktemp(f"ui-{name}")
