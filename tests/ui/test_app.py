@@ -104,6 +104,8 @@ def test_the_project_token_logs_in_and_a_wrong_one_does_not(anonymous: TestClien
 
 def test_logout_ends_the_session(client: TestClient) -> None:
     page = client.get("/entries").text
+    assert client.post("/logout", data={"csrf": "forged"}).status_code == 403
+    assert client.get("/entries").status_code == 200
     assert client.post("/logout", data={"csrf": csrf_of(page)}).status_code == 303
     assert client.get("/entries").status_code == 303
 

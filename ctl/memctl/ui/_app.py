@@ -86,6 +86,15 @@ def _same_origin(request: Request) -> bool:
     return origin is None or origin == f"{request.url.scheme}://{request.headers.get('host', '')}"
 
 
+_FORGED = "the form's CSRF token is missing or wrong: reload the page"
+
+
+def _genuine(request: Request, form: dict[str, str], csrf: str) -> bool:
+    """A form from one of this session's pages: the session's CSRF token, our Origin."""
+    sent = form.get("csrf", "")
+    return _same_origin(request) and hmac.compare_digest(sent.encode(), csrf.encode())
+
+
 def _forbidden(reason: str) -> HTMLResponse:
     return render("error.html.j2", 403, csrf="", done="", nav="", title="Forbidden", message=reason)
 
@@ -110,9 +119,8 @@ class _App:
             try:
                 if write:
                     view.form = await _form(request)
-                    sent = view.form.get("csrf", "")
-                    if not _same_origin(request) or not hmac.compare_digest(sent.encode(), csrf.encode()):
-                        return _forbidden("the form's CSRF token is missing or wrong: reload the page")
+                    if not _genuine(request, view.form, csrf):
+                        return _forbidden(_FORGED)
                 return await handler(view)
             except MemctlError as error:
                 status = next((code for kind, code in _STATUS.items() if isinstance(error, kind)), 503)
@@ -150,8 +158,16 @@ class _App:
 
     async def logout(self, request: Request) -> Response:
         session = request.cookies.get(self.cookie)
-        if session is not None and _same_origin(request):
-            self.auth.close(session)
+        csrf = self.auth.csrf(session)
+        if session is None or csrf is None:
+            return RedirectResponse("/login", status_code=303)
+        try:
+            form = await _form(request)
+        except InvalidInput:
+            form = {}
+        if not _genuine(request, form, csrf):
+            return _forbidden(_FORGED)
+        self.auth.close(session)
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(self.cookie, path="/")
         return response
