@@ -16,7 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from memctl.ui import Auth, create_app
-from memctl.ui._view import _environment
+from memctl.ui._view import _environment, render
 from memory_bridge import load_settings
 
 from ..bridges import free_port
@@ -380,3 +380,23 @@ def test_memctl_ui_prints_where_to_log_in(project: Path) -> None:
     assert first.startswith(f"memctl ui: {project} at http://127.0.0.1:")
     assert re.match(r"log in \(one-time link, 10 minutes\): http://127\.0\.0\.1:\d+/login\?code=\S+$", second)
     assert (project / ".memory" / "bridge.token").read_text().strip() not in first + second
+
+
+def test_the_status_page_shows_the_maintenance_job_when_status_reports_it() -> None:
+    """`status.components` reports no maintenance job yet; once it does, the page shows it."""
+    report = {
+        "stores": [],
+        "capture": {"skipped": True, "last_compile": None, "last_compile_attempted": None},
+        "maintenance": {
+            "healthy": False,
+            "last_success_at": "2026-12-01T03:00:00Z",
+            "last_failure_at": None,
+            "open_escalations": [
+                {"signature": "<b>compile</b>", "opened_at": "2026-12-01", "failures": 3, "report": "r.md"}
+            ],
+        },
+    }
+    page = render("status.html.j2", csrf="x", done="", nav="/status", report=report, project="/p", scope="p")
+    text = page.body.decode()
+    assert "maintenance job" in text and "last success 2026-12-01T03:00:00Z, last failure never" in text
+    assert "3 failures since 2026-12-01: r.md" in text and "&lt;b&gt;compile&lt;/b&gt;" in text
