@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "show": "memctl.commands.memory:show",
     "status": "memctl.commands.status:status",
     "token": "memctl.commands.token:token",
+    "ui": "memctl.commands.ui:ui",
     "up": "memctl.commands.up:up",
     "upgrade": "memctl.commands.upgrade:upgrade",
 }

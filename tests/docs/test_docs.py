@@ -38,9 +38,24 @@ def test_readme_quick_start_says_what_the_test_command_installs_and_how_to_stop_
     readme = (ROOT / "README.md").read_text()
     quick_start = readme[readme.index("## Quick start") : readme.index("## Serving memory")]
     scripts = "".join((ROOT / "scripts" / name).read_text() for name in ("test", "ensure-docker.sh"))
-    for installed in ("redis-server", "docker.io", "debootstrap", "dockerd", "conformance"):
+    for installed in (
+        "redis-server",
+        "chromium-driver",
+        "docker.io",
+        "debootstrap",
+        "dockerd",
+        "conformance",
+    ):
         assert installed in scripts, f"scripts/test no longer installs {installed}: update this test"
-    for named in ("redis-server", "docker.io", "debootstrap", "Docker engine", "Node 22", "conformance"):
+    for named in (
+        "redis-server",
+        "chromium-driver",
+        "docker.io",
+        "debootstrap",
+        "Docker engine",
+        "Node 22",
+        "conformance",
+    ):
         assert named in quick_start, f"the quick start does not say that scripts/test installs {named}"
     assert "kill" in quick_start and "docker.pid" in quick_start, "how to stop the engine it started"
 

@@ -28,6 +28,7 @@ _LAZY = {
     "item_versions": "._items",
     "iter_items": "._items",
     "list_lessons": "._items",
+    "rollback_item": "._items",
     "save_item": "._items",
     "search_items": "._items",
     "ATOM_TYPES": "._knowledge",
@@ -61,6 +62,7 @@ if _typing.TYPE_CHECKING:
         item_versions,
         iter_items,
         list_lessons,
+        rollback_item,
         save_item,
         search_items,
     )
@@ -100,6 +102,7 @@ __all__ = [
     "redact",
     "restore",
     "retire",
+    "rollback_item",
     "save_item",
     "save_to_dataset",
     "search_items",

@@ -37,6 +37,7 @@ __all__ = [
     "item_versions",
     "iter_items",
     "list_lessons",
+    "rollback_item",
     "save_item",
     "search_items",
 ]
@@ -415,6 +416,25 @@ async def save_item(
     if enabled != fresh.enabled:
         await stores.knowledge.set_enabled(doc.slot, doc.id, enabled)
     return SaveOutcome("updated", item.ref)
+
+
+_HISTORY_DEPTH = 1000  # the oldest revision a roll-back looks for
+
+
+async def rollback_item(
+    stores: ItemStores, item: EntryItem, revision: int, *, base_digest: str, base_revision: int
+) -> SaveOutcome:
+    """Write an entry's content at `revision` back over it, with compare-and-set: nothing is
+    written if the entry changed since the writer read it at `base_revision`."""
+    versions = await stores.entries.history(item.entry.id, _HISTORY_DEPTH)
+    snapshot = next((v for v in versions if v.get("rev") == revision), None)
+    if snapshot is None:
+        raise NotFound(f"entry {item.entry.id} has no revision {revision}", operation="rollback")
+    if "body" not in snapshot or "title" not in snapshot:
+        raise InvalidInput("revision", f"revision {revision} of entry {item.entry.id} holds no content")
+    content = {key: snapshot.get(key) for key in ("title", "type", "tags", "source", "project")}
+    content["text"] = snapshot["body"]
+    return await save_item(stores, item, content, base_digest=base_digest, base_revision=base_revision)
 
 
 async def forget_item(stores: ItemStores, item: Item, *, disable: bool = False) -> dict[str, Any]:

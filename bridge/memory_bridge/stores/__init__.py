@@ -9,6 +9,7 @@ from .._lazy import lazy_attributes as _lazy_attributes
 
 _LAZY = {
     "Entry": "._base",
+    "EntryFilter": "._base",
     "EntryRecord": "._base",
     "EntryStore": "._base",
     "EntryWrite": "._base",
@@ -29,7 +30,7 @@ _LAZY = {
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
 if _typing.TYPE_CHECKING:
-    from ._base import Entry, EntryRecord, EntryStore, EntryWrite
+    from ._base import Entry, EntryFilter, EntryRecord, EntryStore, EntryWrite
     from ._knowledge import DocMetadata, Document, KnowledgeFilter, KnowledgeStore, SearchMode, SearchPage
     from ._url import (
         dify_outbox_path,
@@ -47,6 +48,7 @@ __all__ = [
     "DocMetadata",
     "Document",
     "Entry",
+    "EntryFilter",
     "EntryRecord",
     "EntryStore",
     "EntryWrite",

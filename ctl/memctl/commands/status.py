@@ -11,8 +11,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from memory_bridge import ConfigError, StoreError
-from memory_bridge.stores import open_stores
+from memory_bridge import ConfigError, Settings, StoreError
+from memory_bridge.stores import EntryStore, KnowledgeStore, open_stores
 from memory_bridge.stores.dify import DurableKnowledgeStore
 
 from .._containers import bridge_container
@@ -38,6 +38,29 @@ async def _probe(name: str, url: str, ping: Any, count: Any) -> dict[str, Any]:
         return {"store": name, "url": url, "healthy": False, "error": str(exc) or "timed out"}
 
 
+async def components(settings: Settings, entries: EntryStore, knowledge: KnowledgeStore) -> dict[str, Any]:
+    """The stores' health and size, writes waiting for Dify and the capture pipeline."""
+    report: dict[str, Any] = {
+        "stores": [
+            await _probe("entries", entries.url, entries.ping, entries.count),
+            await _probe("knowledge", knowledge.url, knowledge.ping, knowledge.count),
+        ],
+    }
+    dirs = CaptureDirs(settings.project)
+    pending, failed = queued(dirs)
+    state = load_state(dirs)
+    report["capture"] = {
+        "provider": settings.capture_provider,
+        "skipped": settings.capture_provider == "none",
+        "outbox": {"pending": pending, "failed": failed},
+        "last_compile": state.get("last_run"),
+        "last_compile_attempted": state.get("last_attempted_date"),
+    }
+    if isinstance(knowledge, DurableKnowledgeStore):
+        report["outbox"] = dict(await knowledge.outbox.status())
+    return report
+
+
 async def collect(project: Path | None) -> dict[str, Any]:
     """One project's stores, outboxes, capture, schema versions (what needs no Docker)."""
     settings = provisioned_settings(project)
@@ -48,23 +71,8 @@ async def collect(project: Path | None) -> dict[str, Any]:
             "embedding_model": "none"
             if settings.embedding_model == "none"
             else settings.embedding_url or settings.embedding_model,
-            "stores": [
-                await _probe("entries", entries.url, entries.ping, entries.count),
-                await _probe("knowledge", knowledge.url, knowledge.ping, knowledge.count),
-            ],
+            **await components(settings, entries, knowledge),
         }
-        dirs = CaptureDirs(settings.project)
-        pending, failed = queued(dirs)
-        state = load_state(dirs)
-        report["capture"] = {
-            "provider": settings.capture_provider,
-            "skipped": settings.capture_provider == "none",
-            "outbox": {"pending": pending, "failed": failed},
-            "last_compile": state.get("last_run"),
-            "last_compile_attempted": state.get("last_attempted_date"),
-        }
-        if isinstance(knowledge, DurableKnowledgeStore):
-            report["outbox"] = dict(await knowledge.outbox.status())
         report["versions"] = {
             "memctl": version("memctl"),
             "schemas": {

@@ -36,7 +36,7 @@ def test_templates_come_from_the_top_level_directory() -> None:
 
 def test_every_template_parses() -> None:
     environment = _environment()
-    names = environment.list_templates()
+    names = [n for n in environment.list_templates() if not n.startswith("ui/")]  # tests/ui parses those
     assert names, "no templates found"
     for name in names:
         environment.get_template(name)

@@ -1,0 +1,259 @@
+"""The web view's pages (GET) and corrections (POST, answered by a redirect), each one call
+into `memory_bridge.core`, the functions behind the MCP tools and the look-up commands."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import anyio
+from starlette.responses import RedirectResponse, Response
+
+from memory_bridge import Conflict, InvalidInput, NotFound
+from memory_bridge.core import (
+    DocumentItem,
+    EntryItem,
+    SaveOutcome,
+    content_digest,
+    find_item,
+    forget_item,
+    item_versions,
+    list_lessons,
+    rollback_item,
+    save_item,
+    search_items,
+)
+from memory_bridge.stores import Document, EntryFilter
+
+from ..capture._log import read_events
+from ..capture._paths import CaptureDirs
+from ..commands.status import components
+from ._view import Handler, View
+
+__all__ = ["PAGES", "WRITES"]
+
+_PAGE = 50  # rows of a list page
+_HISTORY = 20  # versions an entry page shows
+_EVENTS = 200  # capture log events shown
+
+
+def _number(text: str, name: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise InvalidInput(name, f"must be a whole number, not {text!r}") from None
+    if value < 0:
+        raise InvalidInput(name, "must not be negative")
+    return value
+
+
+def _offset(view: View) -> int:
+    return _number(view.request.query_params.get("offset", "0") or "0", "offset")
+
+
+def _back(path: str, done: str, **params: str) -> RedirectResponse:
+    return RedirectResponse(f"{path}?{urlencode({**params, 'done': done})}", status_code=303)
+
+
+def _saved(outcome: SaveOutcome, operation: str) -> str:
+    if outcome.status == "conflict":
+        raise Conflict(
+            f"{outcome.detail}; it now differs in: {', '.join(outcome.differs)}. Nothing was written: "
+            "reload the page to see the current version",
+            operation=operation,
+        )
+    return outcome.status + (f" ({outcome.detail})" if outcome.detail else "")
+
+
+async def _entry(view: View, id: str) -> EntryItem:
+    item = await find_item(view.items, f"entry:{id}")
+    assert isinstance(item, EntryItem)
+    return item
+
+
+async def _document(view: View, id: str) -> DocumentItem:
+    item = await find_item(view.items, f"doc:{id}")
+    assert isinstance(item, DocumentItem)
+    return item
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+async def home(view: View) -> Response:
+    return RedirectResponse("/entries", status_code=303)
+
+
+async def entries(view: View) -> Response:
+    offset = _offset(view)
+    page = await view.items.entries.list_entries(EntryFilter(), sort="updated", offset=offset, limit=_PAGE)
+    return view.page("entries.html.j2", entries=page.entries, total=page.total, offset=offset, size=_PAGE)
+
+
+async def search(view: View) -> Response:
+    params = view.request.query_params
+    query = params.get("q", "").strip()
+    kind = params.get("type", "").strip()
+    slot = params.get("slot", "").strip()
+    tag = params.get("tag", "").strip()
+    result = None
+    if query:
+        result = await search_items(
+            view.items,
+            query,
+            slots=[slot] if slot else None,
+            type=kind or None,
+            tags=[tag] if tag else None,
+            limit=_PAGE,
+        )
+    slots = [s.name for s in await view.items.knowledge.list_slots()]
+    return view.page("search.html.j2", query=query, type=kind, slot=slot, tag=tag, slots=slots, result=result)
+
+
+async def knowledge(view: View) -> Response:
+    slots = [s.name for s in await view.items.knowledge.list_slots()]
+    slot = view.request.query_params.get("slot") or (slots[0] if slots else "")
+    if slot and slot not in slots:
+        raise NotFound(f"no knowledge slot {slot!r} (slots: {', '.join(slots) or 'none'})", operation="ui")
+    offset = _offset(view)
+    documents: list[Document] = []
+    total = 0
+    if slot:
+        documents, total = await view.items.knowledge.list_documents(slot, offset=offset, limit=_PAGE)
+    return view.page(
+        "knowledge.html.j2",
+        slots=slots,
+        slot=slot,
+        documents=documents,
+        total=total,
+        offset=offset,
+        size=_PAGE,
+    )
+
+
+async def entry(view: View) -> Response:
+    item = await _entry(view, view.request.path_params["id"])
+    versions = await item_versions(view.items, item.entry.id, _HISTORY)
+    return view.page(
+        "entry.html.j2",
+        item=item,
+        content=item.content(),
+        info=item.info(),
+        digest=content_digest(item.content()),
+        versions=versions,
+    )
+
+
+async def document(view: View) -> Response:
+    item = await _document(view, view.request.path_params["id"])
+    return view.page(
+        "document.html.j2",
+        item=item,
+        document=item.document,
+        content=item.content(),
+        digest=content_digest(item.content()),
+    )
+
+
+async def lessons(view: View) -> Response:
+    params = view.request.query_params
+    pattern = params.get("pattern", "").strip()
+    sort = params.get("sort", "recall")
+    if sort not in ("recall", "recent"):
+        raise InvalidInput("sort", f"must be recall or recent, not {sort!r}")
+    found = await list_lessons(
+        view.items, pattern=pattern or None, sort="recent" if sort == "recent" else "recall"
+    )
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for lesson in found:
+        groups.setdefault(lesson["error_pattern"], []).append(lesson)
+    return view.page(
+        "lessons.html.j2", groups=sorted(groups.items()), pattern=pattern, sort=sort, count=len(found)
+    )
+
+
+async def capture(view: View) -> Response:
+    log = CaptureDirs(view.settings.project).log
+    events = await anyio.to_thread.run_sync(read_events, log, _EVENTS)
+    shown = [
+        {
+            "ts": event.get("ts", ""),
+            "event": event.get("event", ""),
+            "outcome": event.get("outcome", event.get("action", "")),
+            "fields": {k: v for k, v in event.items() if k not in ("ts", "event", "outcome", "action")},
+        }
+        for event in reversed(events)
+    ]
+    return view.page("capture.html.j2", events=shown, log=str(log))
+
+
+async def status(view: View) -> Response:
+    report = await components(view.settings, view.items.entries, view.items.knowledge)
+    return view.page(
+        "status.html.j2",
+        report=report,
+        project=str(view.settings.project),
+        scope=view.settings.project_scope,
+    )
+
+
+# -- correcting ------------------------------------------------------------------------------
+
+
+async def rollback(view: View) -> Response:
+    item = await _entry(view, view.field("id"))
+    revision = _number(view.field("revision"), "revision")
+    outcome = await rollback_item(
+        view.items,
+        item,
+        revision,
+        base_digest=view.field("base_digest"),
+        base_revision=_number(view.field("base_revision"), "base_revision"),
+    )
+    done = f"rolled back to revision {revision}: {_saved(outcome, 'rollback')}"
+    return _back(f"/entry/{quote(item.entry.id, safe='')}", done)
+
+
+async def disable(view: View) -> Response:
+    item = await _document(view, view.field("id"))
+    done = await forget_item(view.items, item, disable=True)
+    return _back(f"/document/{quote(item.document.id, safe='')}", f"{done['ref']}: {done['action']}")
+
+
+async def enable(view: View) -> Response:
+    item = await _document(view, view.field("id"))
+    outcome = await save_item(
+        view.items,
+        item,
+        {**item.content(), "enabled": True},
+        base_digest=view.field("base_digest"),
+        base_revision=None,
+    )
+    return _back(f"/document/{quote(item.document.id, safe='')}", f"enabled: {_saved(outcome, 'enable')}")
+
+
+async def delete(view: View) -> Response:
+    item = await _document(view, view.field("id"))
+    if view.form.get("confirm") != "yes":
+        raise InvalidInput("confirm", f"tick the box to confirm deleting {item.ref} ({item.label})")
+    done = await forget_item(view.items, item)
+    return _back("/knowledge", f"{done['ref']} ({item.label}): {done['action']}", slot=item.document.slot)
+
+
+PAGES: dict[str, Handler] = {
+    "/": home,
+    "/entries": entries,
+    "/search": search,
+    "/knowledge": knowledge,
+    "/entry/{id:path}": entry,
+    "/document/{id:path}": document,
+    "/lessons": lessons,
+    "/capture": capture,
+    "/status": status,
+}
+WRITES: dict[str, Handler] = {
+    "/rollback": rollback,
+    "/document-disable": disable,
+    "/document-enable": enable,
+    "/document-delete": delete,
+}

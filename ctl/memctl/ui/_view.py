@@ -1,0 +1,78 @@
+"""What a page handler gets (`View`) and how a page is rendered: `templates/ui/`, autoescaped."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from memory_bridge import InvalidInput, Settings
+from memory_bridge.core import ItemStores
+
+from .._templates import template_dir
+
+__all__ = ["Handler", "View", "render"]
+
+
+def _when(value: float | str | None) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, str):
+        return value
+    return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+@cache
+def _environment() -> Environment:
+    environment = Environment(
+        loader=FileSystemLoader(template_dir() / "ui"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["q"] = lambda value: quote(str(value), safe="")
+    environment.filters["query"] = lambda params: urlencode({k: v for k, v in params.items() if v})
+    environment.filters["when"] = _when
+    return environment
+
+
+def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """Template `ui/<name>` as a page."""
+    return HTMLResponse(_environment().get_template(name).render(**context), status_code=status)
+
+
+@dataclass
+class View:
+    """What every page handler gets: the stores, the settings, the request and its form."""
+
+    settings: Settings
+    request: Request
+    csrf: str
+    form: dict[str, str] = field(default_factory=dict)
+    stores: ItemStores | None = None
+
+    @property
+    def items(self) -> ItemStores:
+        assert self.stores is not None, "the stores open with the app's lifespan"
+        return self.stores
+
+    def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        done = self.request.query_params.get("done", "")
+        return render(name, status, csrf=self.csrf, done=done, nav=self.request.url.path, **context)
+
+    def field(self, name: str) -> str:
+        value = self.form.get(name, "")
+        if not value:
+            raise InvalidInput(name, "is missing from the form")
+        return value
+
+
+Handler = Callable[[View], Awaitable[Response]]

@@ -1,0 +1,153 @@
+"""The web view in a real browser (headless chromium), with JavaScript on and off."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+from ..day2.stores import documents, entry_records
+from .browser import Browser, Server, chromium, memctl_ui, require_chromium
+from .conftest import HOSTILE
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def server(project: Path) -> Iterator[Server]:
+    require_chromium()
+    with memctl_ui(project) as running:
+        yield running
+
+
+def text(browser: Browser, css: str) -> str:
+    return str(browser.driver.find_element(By.CSS_SELECTOR, css).text)
+
+
+def click(browser: Browser, css: str) -> None:
+    browser.driver.find_element(By.CSS_SELECTOR, css).click()
+
+
+def only_local(browser: Browser, server: Server) -> None:
+    urls = browser.collect_requests()
+    assert urls, "the performance log recorded no request"
+    outside = [u for u in urls if not u.startswith(server.url)]
+    assert not outside, f"requests outside 127.0.0.1: {outside}"
+
+
+def not_owned(browser: Browser) -> None:
+    """The hostile entry's script never ran."""
+    assert "owned" not in browser.driver.title
+    assert not browser.driver.find_elements(By.CSS_SELECTOR, "main script, main img")
+
+
+def log_in(browser: Browser, server: Server) -> None:
+    browser.driver.get(server.login_url)
+    assert browser.driver.current_url == server.url + "entries"
+    assert text(browser, "h1") == "Entries"
+
+
+def test_search_open_roll_back_and_disable_with_javascript(
+    server: Server, artifacts: Path, project: Path
+) -> None:
+    with chromium(artifacts, javascript=True) as browser:
+        driver = browser.driver
+        driver.get(server.url + "entries")
+        assert text(browser, "h1") == "Log in"  # no session yet
+        browser.shot("login")
+        log_in(browser, server)
+        not_owned(browser)
+        browser.shot("entries")
+
+        box = driver.find_element(By.ID, "search-box")
+        box.send_keys("release process")
+        box.submit()
+        assert text(browser, "h1") == "Search"
+        browser.shot("search")
+        click(browser, "#hits a[href='/entry/release%2Fprocess']")
+        assert text(browser, "#ref") == "entry:release/process"
+        assert text(browser, "#text") == "Tag, build, sign, publish."
+        browser.shot("entry")
+
+        click(browser, "#revision-1 form.rollback button")
+        alert = WebDriverWait(driver, 10).until(expected_conditions.alert_is_present())
+        assert "revision 1" in alert.text  # ui.js asks first
+        alert.accept()
+        WebDriverWait(driver, 10).until(expected_conditions.presence_of_element_located((By.ID, "done")))
+        assert "rolled back to revision 1: updated" in text(browser, "#done")
+        assert text(browser, "#text") == "Tag, build, publish."
+        browser.shot("entry-rolled-back")
+        assert entry_records(project)["release/process"]["entry"]["body"] == "Tag, build, publish."
+
+        driver.get(server.url + "entry/evil")
+        assert HOSTILE in text(browser, "#text")
+        not_owned(browser)
+        browser.shot("entry-hostile")
+
+        click(browser, "nav a[href='/knowledge']")
+        click(browser, ".slots a[href='/knowledge?slot=knowledge']")
+        driver.find_element(By.LINK_TEXT, "deploy.md").click()
+        assert text(browser, "h1") == "knowledge/deploy.md"
+        browser.shot("document")
+        click(browser, "#disable")
+        WebDriverWait(driver, 10).until(expected_conditions.presence_of_element_located((By.ID, "done")))
+        assert text(browser, "#enabled") == "no (searches skip it)"
+        browser.shot("document-disabled")
+        assert documents(project)[("knowledge", "deploy.md")][2] is False
+
+        for page in ("lessons", "capture", "status"):
+            click(browser, f"nav a[href='/{page}']")
+            browser.shot(page)
+        not_owned(browser)
+        only_local(browser, server)
+
+
+def test_reading_and_correcting_without_javascript(server: Server, artifacts: Path, project: Path) -> None:
+    with chromium(artifacts, javascript=False) as browser:
+        driver = browser.driver
+        log_in(browser, server)
+        browser.shot("nojs-entries")
+        assert "release/process" in text(browser, "#entries")
+
+        driver.get(server.url + "search?q=deploy+blue+green")
+        assert "knowledge/deploy.md" in text(browser, "#hits")
+        browser.shot("nojs-search")
+
+        driver.get(server.url + "entry/release%2Fprocess")
+        assert text(browser, "#ref") == "entry:release/process"
+        assert "+Tag, build, sign, publish." in text(browser, "#revision-2 pre.diff")
+        browser.shot("nojs-entry")
+        click(browser, "#revision-1 form.rollback button")  # no confirm without JavaScript: plain POST
+        assert "rolled back to revision 1" in text(browser, "#done")
+        assert entry_records(project)["release/process"]["entry"]["body"] == "Tag, build, publish."
+
+        driver.get(server.url + "entry/evil")
+        assert HOSTILE in text(browser, "#text")
+        not_owned(browser)
+
+        driver.get(server.url + "knowledge?slot=knowledge")
+        assert "deploy.md" in text(browser, "#documents")
+        browser.shot("nojs-knowledge")
+        driver.find_element(By.LINK_TEXT, "deploy.md").click()
+        browser.shot("nojs-document")
+        click(browser, "#delete")  # the box is not ticked: refused, nothing deleted
+        assert "tick the box" in text(browser, "#error")
+        assert ("knowledge", "deploy.md") in documents(project)
+
+        driver.get(server.url + "lessons")
+        assert [h.text for h in driver.find_elements(By.CSS_SELECTOR, "section.lessons h2")] == [
+            "oom-kill",
+            "timeout",
+        ]
+        browser.shot("nojs-lessons")
+        driver.get(server.url + "capture")
+        assert text(browser, "#no-events") == "Nothing captured yet."
+        browser.shot("nojs-capture")
+        driver.get(server.url + "status")
+        assert "entries store" in text(browser, "#status")
+        browser.shot("nojs-status")
+        only_local(browser, server)
