@@ -157,7 +157,7 @@ def run_maintenance(
     dry_run: bool,
     trigger: str,
     step_timeout: float,
-    runner: Runner = run_process,
+    runner: Runner | None = None,
 ) -> dict[str, Any]:
     """One run of the chosen passes, its record (redacted); raises `MaintenanceLocked` when
     another run holds the lock. A dry run takes no lock and writes nothing; any other run
@@ -173,7 +173,8 @@ def run_maintenance(
     try:
         for step in passes:
             if step.name == "compile":
-                run.steps.append(_compile(settings, dry_run=dry_run, timeout=step_timeout, runner=runner))
+                done = _compile(settings, dry_run=dry_run, timeout=step_timeout, runner=runner or run_process)
+                run.steps.append(done)
             else:
                 detail = f"not available yet in this memctl (it will {step.summary})"
                 run.steps.append(StepRecord(step.name, "unavailable", detail=detail))

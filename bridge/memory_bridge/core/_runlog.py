@@ -247,6 +247,7 @@ def cron_health(project: Path, *, limit: int = 20) -> dict[str, Any]:
         "lastFailureAt": None,
         "recent": [],
         "escalations": [],
+        "openEscalations": 0,
     }
     if root.exists() and not root.is_dir():
         summary = f"cannot assess: state dir {root} is not a present directory"
