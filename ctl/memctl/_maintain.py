@@ -100,15 +100,15 @@ def run_process(argv: list[str], timeout: float) -> tuple[int, str, str]:
         return child.returncode, out, err
 
 
-def _compile_detail(payload: dict[str, object]) -> str:
+def _compile_detail(payload: dict[str, Any]) -> str:
+    """One line from `memctl compile --json`'s report."""
     if payload.get("skipped"):
         return f"skipped: {payload['skipped']}"
-    counts = payload.get("counts") or {}
-    assert isinstance(counts, dict)
-    atoms = ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "no atoms"
-    compiled = payload.get("compiled") or []
-    assert isinstance(compiled, list)
-    return f"{payload.get('dailies', 0)} daily documents: {atoms}; compiled {len(compiled)}"
+    counts, compiled = payload.get("counts"), payload.get("compiled")
+    pairs = sorted(counts.items()) if isinstance(counts, dict) else []
+    atoms = ", ".join(f"{n} {a}" for a, n in pairs) or "no atoms"
+    done = len(compiled) if isinstance(compiled, list) else 0
+    return f"{payload.get('dailies', 0)} daily documents: {atoms}; compiled {done}"
 
 
 def _compile_error(code: int, out: str, err: str) -> str:

@@ -159,8 +159,9 @@ def _report_text(entry: dict[str, Any], record: dict[str, Any]) -> str:
 def _escalate(root: Path, record: dict[str, Any], now: float) -> None:
     """Track the failure streak; open an escalation at ESCALATE_AFTER, resolve stale ones."""
     index = _read_json(root / "escalations.json", {})
-    streak = index.get("streak") or {}
-    entries: list[dict[str, Any]] = index.get("escalations") or []
+    streak = index.get("streak") if isinstance(index.get("streak"), dict) else {}
+    known = [e for e in index.get("escalations") or [] if isinstance(e, dict)]
+    entries = [e for e in known if {"signature", "status", "opened_at"} <= e.keys()]
     signature = record["signature"]
     if signature is None:
         streak = {}
