@@ -252,3 +252,11 @@ def test_where_systemd_answers_the_timer_is_a_user_unit_systemd_accepts(
     down = _down(workspace, env)
     assert down["projects"][0]["schedule"] == "changed"
     assert list(units.glob("memctl-maintain-*")) == [] and list(fake.glob("*.timer.*")) == []
+
+
+def test_schedule_is_for_one_project_and_names_its_choices(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.yml"
+    refused = memctl("up", "--inventory", str(inventory), "--schedule", "daily", state=tmp_path / "state")
+    assert refused.returncode == 2 and "--schedule is for one project" in refused.stderr
+    wrong = memctl("up", "--schedule", "weekly", state=tmp_path / "state")
+    assert wrong.returncode == 2 and "'weekly' is not one of 'daily', 'hourly', 'off'" in wrong.stderr

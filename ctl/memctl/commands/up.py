@@ -96,9 +96,9 @@ def up(
       memctl up --inventory inventories/local/hosts.yml --check --diff
       memctl up --all           every project of `memctl projects list`
     """
-    target: Inventory | Project | None = chosen_inventory(project, inventory, every)
-    if target is not None and schedule is not None:
+    if schedule is not None and (inventory or every):
         raise click.UsageError("--schedule is for one project; in an inventory, set each project's schedule")
+    target: Inventory | Project | None = chosen_inventory(project, inventory, every)
     if target is None:
         directory = project_to_provision(project)
         settings = load_settings(project=directory)  # bad settings stop here, before any change
