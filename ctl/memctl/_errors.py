@@ -14,10 +14,11 @@
      11   │   └── MetadataPending     Dify took a document's text but not its metadata
       6   ├── PlaybookFailed          a provisioning task failed or a machine was unreachable
      13   ├── ProviderUnavailable     the capture LLM could not answer (retryable)
-     14   └── AnswerInvalid           the capture LLM's answer is not the JSON asked for
+     14   ├── AnswerInvalid           the capture LLM's answer is not the JSON asked for
+     15   └── MaintenanceLocked       another maintenance run of the project holds its lock
 
 The bridge's classes live in `memory_bridge` (its tree is drawn in `memory_bridge._errors`);
-the last three are the control plane's own. `EXIT_CODES` is the one table of exit codes:
+the last four are the control plane's own. `EXIT_CODES` is the one table of exit codes:
 the CLI group renders any of these errors once and exits with its class's code, and
 docs/cli.md shows the table (scripts/gen_docs.py writes it from `EXIT_CODES`). Click's own
 usage errors exit 2, like `ConfigError`.
@@ -44,7 +45,14 @@ from memory_bridge import (
 if TYPE_CHECKING:
     from ._playbook import PlaybookRun
 
-__all__ = ["EXIT_CODES", "AnswerInvalid", "PlaybookFailed", "ProviderUnavailable", "exit_code"]
+__all__ = [
+    "EXIT_CODES",
+    "AnswerInvalid",
+    "MaintenanceLocked",
+    "PlaybookFailed",
+    "ProviderUnavailable",
+    "exit_code",
+]
 
 
 class PlaybookFailed(MemctlError):
@@ -63,6 +71,10 @@ class AnswerInvalid(MemctlError):
     """An LLM answer that is not the JSON asked for."""
 
 
+class MaintenanceLocked(MemctlError):
+    """Another maintenance run of this project holds its lock; this one did nothing."""
+
+
 EXIT_CODES: dict[type[MemctlError], tuple[int, str]] = {
     MemctlError: (1, "any other error"),
     ConfigError: (2, "settings, options, an inventory or a store URL are wrong"),
@@ -78,6 +90,7 @@ EXIT_CODES: dict[type[MemctlError], tuple[int, str]] = {
     EmbedderUnavailable: (12, "the embedding model cannot load or its endpoint failed"),
     ProviderUnavailable: (13, "the capture LLM could not answer; retrying may help"),
     AnswerInvalid: (14, "the capture LLM's answer is not the JSON asked for"),
+    MaintenanceLocked: (15, "another maintenance run of the project holds its lock; nothing was done"),
 }
 """Each error class's exit code and what it means: the one table (docs/cli.md shows it)."""
 

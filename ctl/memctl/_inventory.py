@@ -48,6 +48,7 @@ class Project(BaseModel):
     entry_store: str | None = None
     knowledge_store: str | None = None
     bridge_port: Annotated[int, Field(ge=1024, le=65535)] | None = None
+    schedule: Literal["daily", "hourly", "off"] | None = None  # None: leave the project's timer as it is
 
     @field_validator("workspace")
     @classmethod

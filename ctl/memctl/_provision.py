@@ -78,7 +78,8 @@ def changes(results: list[Event]) -> int:
 def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
     """One record per project: recap counts and what memctl's own modules reported.
 
-    `changed` counts every file created, updated or removed, and every other changed task."""
+    `changed` counts every file created, updated or removed, and every other changed task;
+    `schedule` says whether the maintenance timer changed, when the run looked at it."""
     projects = []
     for machine, project in inventory.projects:
         results = [r for r in run.results if r["host"] == project.slug]
@@ -93,6 +94,9 @@ def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
             "warnings": [w for r in results for w in r["warnings"]],
             "diffs": [{"task": r["task"], "diff": r["diff"]} for r in results if r["diff"]],
         }
+        timer = [r for r in results if r["task"].startswith("schedule : ") and r["status"] == "ok"]
+        if timer:  # the project's maintenance timer: installed, updated or removed, or as it was
+            record["schedule"] = "changed" if any(r["changed"] for r in timer) else "unchanged"
         for result in results:
             report = result.get("report") or {}
             record["files"] += report.get("files", [])

@@ -287,6 +287,45 @@ class Migrations(RoleOptions):
     }
 
 
+class Schedule(RoleOptions):
+    ROLE = "schedule"
+    schedule_workspace: Path_ = Field(description="Absolute path of the project's workspace.")
+    schedule_slug: str = Field(
+        description="The project's slug (names the timer, with a hash of the workspace)."
+    )
+    schedule_frequency: Literal["daily", "hourly", "off"] = Field(
+        "daily", description="How often the job runs; off removes the timer (memctl down)."
+    )
+    schedule_backend: Literal["auto", "systemd", "cron"] = Field(
+        "auto",
+        description="A systemd user timer, a crontab line, or auto: systemd when `systemctl --user` answers.",
+    )
+    schedule_command: str = Field(
+        "", description="The memctl the job runs (empty: the launcher memctl up writes, ~/.local/bin/memctl)."
+    )
+    schedule_systemd_dir: Path_ = Field(
+        "{{ lookup('env', 'XDG_CONFIG_HOME') or (lookup('env', 'HOME') ~ '/.config') }}/systemd/user",
+        description="Where systemd user units go.",
+    )
+    schedule_step_timeout: str = Field(
+        "30m", description="How long one step of the job may run (memctl maintain --step-timeout)."
+    )
+    ENTRY_POINTS = {
+        "main": Entry(
+            "One timer per project running its maintenance job: a systemd user timer, else a crontab line",
+            (
+                "schedule_workspace",
+                "schedule_slug",
+                "schedule_frequency",
+                "schedule_backend",
+                "schedule_command",
+                "schedule_systemd_dir",
+                "schedule_step_timeout",
+            ),
+        ),
+    }
+
+
 class Valkey(RoleOptions):
     ROLE = "valkey"
     valkey_image: str = Field(
@@ -337,4 +376,4 @@ class Valkey(RoleOptions):
     }
 
 
-ROLES: tuple[type[RoleOptions], ...] = (Bridge, ClientConfig, Dify, Docker, Migrations, Valkey)
+ROLES: tuple[type[RoleOptions], ...] = (Bridge, ClientConfig, Dify, Docker, Migrations, Schedule, Valkey)

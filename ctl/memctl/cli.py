@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "init": "memctl.commands.init:init",
     "lessons": "memctl.commands.memory:lessons",
     "logs": "memctl.commands.logs:logs",
+    "maintain": "memctl.commands.maintain:maintain",
     "migrate": "memctl.commands.migrate:migrate_command",
     "migrate-store": "memctl.commands.migrate_store:migrate_store",
     "outbox": "memctl.commands.outbox:outbox",

@@ -46,6 +46,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("scan_documents", {}),
     ("absorb_files", {"files": ["README.md", "../outside.md"]}),
     ("get_memory_config", {}),
+    ("cron_health", {"limit": 5}),
 ]
 
 

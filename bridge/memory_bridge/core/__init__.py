@@ -1,6 +1,7 @@
 """Plain functions shared by the MCP tools and the memctl CLI: knowledge writes and lessons,
 redaction, migrations, backup and restore, copying entries between stores, the memory audit,
-items (entries and documents) as a person looks them up and corrects them.
+items (entries and documents) as a person looks them up and corrects them, the maintenance
+job's run records and health.
 
 Names load on first use, so a caller that only redacts text does not import the stores."""
 
@@ -41,6 +42,13 @@ _LAZY = {
     "plan_migrations": "._migrate",
     "user_version": "._migrate",
     "redact": "._redact",
+    "RunRecord": "._runlog",
+    "StepRecord": "._runlog",
+    "cron_health": "._runlog",
+    "error_signature": "._runlog",
+    "last_success_at": "._runlog",
+    "maintain_dir": "._runlog",
+    "record_run": "._runlog",
     "TransferReport": "._transfer",
     "copy_entries": "._transfer",
 }
@@ -69,6 +77,15 @@ if _typing.TYPE_CHECKING:
     from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, save_to_dataset, slugify
     from ._migrate import MigrationStep, migrate, plan_migrations, user_version
     from ._redact import redact
+    from ._runlog import (
+        RunRecord,
+        StepRecord,
+        cron_health,
+        error_signature,
+        last_success_at,
+        maintain_dir,
+        record_run,
+    )
     from ._transfer import TransferReport, copy_entries
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
@@ -85,20 +102,27 @@ __all__ = [
     "MigrationStep",
     "RestoreMode",
     "RestoreReport",
+    "RunRecord",
     "SaveOutcome",
+    "StepRecord",
     "TransferReport",
     "audit_memory",
     "backup",
     "content_digest",
     "copy_entries",
+    "cron_health",
+    "error_signature",
     "find_item",
     "forget_item",
     "item_versions",
     "iter_items",
+    "last_success_at",
     "lesson_name",
     "list_lessons",
+    "maintain_dir",
     "migrate",
     "plan_migrations",
+    "record_run",
     "redact",
     "restore",
     "retire",

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core import _absorb, _audit
+from ..core import _absorb, _audit, _runlog
 from ..core import _knowledge as kn
 from ..core._knowledge import AtomType
 from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
@@ -15,6 +16,7 @@ from ._results import (
     AbsorbResult,
     AuditResult,
     CreateDatasetResult,
+    CronHealthResult,
     DocumentStatusResult,
     LessonResult,
     ListDatasetsResult,
@@ -371,6 +373,19 @@ async def get_memory_config(ctx: ToolContext) -> MemoryConfig:
         absorbDefaultDataset=settings.absorb_default_dataset,
         authTokenConfigured=settings.token_file is not None or settings.auth_token is not None,
     )
+
+
+@tool("Maintenance job health", READ_ONLY)
+async def cron_health(
+    ctx: ToolContext,
+    limit: Annotated[int, Field(ge=1, le=100, description="How many recent runs to list.")] = 20,
+) -> CronHealthResult:
+    """Whether the project's scheduled maintenance (memctl maintain) is healthy: the last
+    run, the last success and failure, recent runs and open escalations (the same error
+    three runs in a row). Reads the job's records; changes nothing."""
+    project = state_of(ctx).settings.project
+    report = await anyio.to_thread.run_sync(lambda: _runlog.cron_health(project, limit=limit))
+    return CronHealthResult.model_validate(report)
 
 
 KNOWLEDGE_TOOLS = knowledge_tools.names

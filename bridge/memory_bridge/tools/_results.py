@@ -18,6 +18,7 @@ __all__ = [
     "AbsorbResult",
     "AuditResult",
     "CreateDatasetResult",
+    "CronHealthResult",
     "DeleteResult",
     "DocumentStatusResult",
     "EntryPageResult",
@@ -357,3 +358,19 @@ class MemoryConfig(ToolResult):
     maxResults: int
     absorbDefaultDataset: str
     authTokenConfigured: bool
+
+
+class CronHealthResult(ToolResult):
+    """The maintenance job's health (`memory_bridge.core.cron_health`)."""
+
+    ok: bool
+    healthy: bool
+    summary: str
+    stateDir: str
+    logPath: str
+    lastAttempt: dict[str, Any] | None
+    lastSuccessAt: str | None
+    lastFailureAt: str | None
+    recent: list[dict[str, Any]]
+    escalations: list[dict[str, Any]]
+    openEscalations: int

@@ -160,6 +160,8 @@ def _print(title: str, result: dict[str, Any]) -> None:
             if file["action"] != "unchanged":
                 style = "yellow" if file["action"] == "edited-left-alone" else "green"
                 console.print(f"  [{style}]{file['action']:>18}[/] {escape(file['path'])}")
+        if "schedule" in record:
+            console.print(f"  maintenance timer: {record['schedule']}")
         for warning in record["warnings"]:
             console.print(f"  [yellow]warning:[/] {escape(warning)}")
         for diff in record.get("diffs", []):

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from memory_bridge import ConfigError, Settings, StoreError
+from memory_bridge.core import cron_health
 from memory_bridge.stores import EntryStore, KnowledgeStore, open_stores
 from memory_bridge.stores.dify import DurableKnowledgeStore
 
@@ -56,6 +57,7 @@ async def components(settings: Settings, entries: EntryStore, knowledge: Knowled
         "last_compile": state.get("last_run"),
         "last_compile_attempted": state.get("last_attempted_date"),
     }
+    report["maintenance"] = maintenance_status(settings.project)
     if isinstance(knowledge, DurableKnowledgeStore):
         report["outbox"] = dict(await knowledge.outbox.status())
     return report
@@ -90,6 +92,22 @@ async def collect(project: Path | None) -> dict[str, Any]:
             and all(c["ok"] for c in report["clients"])
         )
         return report
+
+
+def maintenance_status(project: Path) -> dict[str, Any]:
+    """The maintenance job: last success, last failure, open escalations (from its records)."""
+    health = cron_health(project, limit=1)
+    return {
+        "healthy": health["healthy"],
+        "summary": health["summary"],
+        "last_success_at": health["lastSuccessAt"],
+        "last_failure_at": health["lastFailureAt"],
+        "open_escalations": [
+            {k: e.get(k) for k in ("signature", "opened_at", "failures", "last_error", "report")}
+            for e in health["escalations"]
+            if e.get("status") == "open"
+        ],
+    }
 
 
 def project_status(project: Project) -> dict[str, Any]:
@@ -161,6 +179,13 @@ def _print_project(report: dict[str, Any]) -> None:
         else f"{box['pending']} documents waiting, {box['failed']} failed",
     )
     table.add_row("last compile", "", str(capture["last_compile"] or "never"))
+    job = report["maintenance"]
+    success, failure = job["last_success_at"] or "never", job["last_failure_at"] or "never"
+    runs = f"last success {success}, last failure {failure}"
+    table.add_row("maintenance", _health(job["healthy"], "failing"), escape(runs))
+    for escalation in job["open_escalations"]:
+        detail = f"{escalation['failures']} failures since {escalation['opened_at']}: {escalation['report']}"
+        table.add_row("open escalation", f"[red]{escape(escalation['signature'])}[/]", escape(detail))
     for client in report["clients"]:
         detail = f"{client['command']}: " + (f"{client['tools']} tools" if client["ok"] else client["error"])
         table.add_row(", ".join(client["files"]), _health(client["ok"], "cannot start"), escape(detail))
@@ -192,7 +217,8 @@ def status(project: Path | None, inventory: Path | None, every: bool, as_json: b
 
     For each project: each store's health and size, writes waiting for Dify, the
     capture pipeline (provider, documents waiting for the store, last compile), the
-    versions (memctl, the embedded stores' schema versions) and, for a stack project,
+    maintenance job (last success, last failure, open escalations: see `memctl maintain`),
+    the versions (memctl, the embedded stores' schema versions) and, for a stack project,
     its bridge container's health and the bridge image, Valkey image and Dify release it
     runs with (from Docker). Projects of an inventory that live on other machines are
     listed, not probed. Nothing is changed.

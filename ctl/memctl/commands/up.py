@@ -14,6 +14,7 @@ from .._inventory import Inventory, Project
 from .._output import json_option
 from .._project import project_to_provision
 from .._provision import project_for
+from .._record import recorded_project
 from ._runs import chosen_inventory, run_and_report, target_options
 
 
@@ -44,6 +45,12 @@ from ._runs import chosen_inventory, run_and_report, target_options
     show_default=True,
     help="Wire the capture hooks (memctl hook <event>) into Claude Code and .agents/.",
 )
+@click.option(
+    "--schedule",
+    type=click.Choice(["daily", "hourly", "off"]),
+    help="Install the project's maintenance timer (memctl maintain --if-due), daily or hourly, or "
+    "remove it (off); default: keep what the last up installed. In an inventory: each project's schedule.",
+)
 @json_option
 def up(
     project: Path | None,
@@ -55,6 +62,7 @@ def up(
     clients: tuple[str, ...],
     codex_config: Path | None,
     hooks: bool,
+    schedule: str | None,
     as_json: bool,
 ) -> None:
     """Provision memory for a project, or for every project of an inventory, with Ansible.
@@ -69,6 +77,11 @@ def up(
     alone. A second run changes nothing (changed=0). The inventory is checked before
     anything runs; --check --diff shows what a run would change.
 
+    --schedule daily (or hourly) installs one timer for the project that runs
+    `memctl maintain --if-due`: a systemd user timer when `systemctl --user` answers,
+    else a line in your crontab tagged with the project (docs/maintenance.md); off
+    removes it, and so does `memctl down`.
+
     Without --project, the project is the nearest directory at or above the current one
     that memctl provisioned (it holds .memory/), else the top of the git work tree, else
     the current directory.
@@ -79,9 +92,12 @@ def up(
     Example:
       memctl up
       memctl up --project ~/src/app --client claude --client cursor --json
+      memctl up --schedule daily
       memctl up --inventory inventories/local/hosts.yml --check --diff
       memctl up --all           every project of `memctl projects list`
     """
+    if schedule is not None and (inventory or every):
+        raise click.UsageError("--schedule is for one project; in an inventory, set each project's schedule")
     target: Inventory | Project | None = chosen_inventory(project, inventory, every)
     if target is None:
         directory = project_to_provision(project)
@@ -89,5 +105,9 @@ def up(
         entry_store_scheme(settings.entry_store)
         codex = str(codex_config.expanduser().absolute()) if codex_config else ""
         chosen = clients or tuple(sorted(ALL_CLIENTS))
-        target = project_for(directory, mode=mode, clients=chosen, codex_config=codex, hooks=hooks)
+        recorded = recorded_project(directory) if schedule is None else None
+        schedule = schedule or (recorded.schedule if recorded is not None else None)
+        target = project_for(
+            directory, mode=mode, clients=chosen, codex_config=codex, hooks=hooks, schedule=schedule
+        )
     run_and_report("memctl up", "site", target, check=check, show_diff=show_diff, as_json=as_json)

@@ -1,0 +1,114 @@
+"""`memctl maintain`: the maintenance job, by hand or from the project's timer."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from .._maintain import INTERVALS, PASSES, Pass, chosen_passes, due, run_maintenance
+from .._options import Duration, project_option
+from .._output import console, emit_json, json_option
+from .._project import provisioned_settings
+from .._record import recorded_project
+
+_STYLE = {"ok": "green", "failed": "red", "timeout": "red", "skipped": "yellow", "unavailable": "yellow"}
+
+
+def _passes(ctx: click.Context, param: click.Parameter, value: str) -> list[Pass]:
+    try:
+        return chosen_passes(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from exc
+
+
+@click.command()
+@project_option
+@click.option("--dry-run", is_flag=True, help="Report what each step would do; take no lock, write nothing.")
+@click.option(
+    "--passes",
+    default="all",
+    show_default=True,
+    callback=_passes,
+    help="Comma-separated steps to run, in the job's order: " + ", ".join(p.name for p in PASSES) + ".",
+)
+@click.option(
+    "--if-due",
+    is_flag=True,
+    help="Do nothing when the last successful run is recent for the project's schedule "
+    "(hourly, else daily); the timer runs this.",
+)
+@click.option(
+    "--step-timeout",
+    type=Duration(),
+    default="30m",
+    show_default=True,
+    help="Stop a step (and everything it started) that runs longer than this.",
+)
+@json_option
+def maintain(
+    project: Path | None,
+    dry_run: bool,
+    passes: list[Pass],
+    if_due: bool,
+    step_timeout: float,
+    as_json: bool,
+) -> None:
+    """Run the maintenance job: compile captured sessions, then the maintenance passes.
+
+    Steps run in order, each in its own process group and stopped after --step-timeout:
+    compile (skipped when capture is off), then the passes that tidy memory. A pass this
+    memctl does not have yet says so on its own line (unavailable) and changes nothing.
+    Only one run per project at a time: a second one stops at once, doing nothing.
+    Each run (not --dry-run) writes one redacted record under .memory/maintain/, which
+    `memctl status` and the cron_health tool read; three failures in a row with the
+    same error open an escalation report, resolved by the next run without that error.
+
+    Exit codes: 0 the run succeeded (or was not due), 1 a step failed or timed out,
+    2 bad settings, 3 no memory here, 15 another run holds the lock.
+
+    \b
+    Example:
+      memctl maintain --dry-run
+      memctl maintain --passes compile --json
+      memctl maintain --project ~/src/app --if-due
+    """
+    settings = provisioned_settings(project)
+    if if_due and not dry_run:
+        record = recorded_project(settings.project)
+        schedule = record.schedule if record is not None else None
+        is_due, last = due(settings.project, schedule, time.time())
+        if not is_due:
+            interval = INTERVALS.get(schedule or "daily", INTERVALS["daily"])
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last or 0))
+            reason = f"not due: last success at {when}, runs every {interval / 3600:g} h"
+            if as_json:
+                emit_json({"ok": True, "skipped": reason, "steps": []})
+            else:
+                console.print(f"maintain skipped: {reason}")
+            return
+    report = run_maintenance(
+        settings,
+        passes,
+        dry_run=dry_run,
+        trigger="schedule" if if_due else "manual",
+        step_timeout=step_timeout,
+    )
+    if as_json:
+        emit_json(report)
+    else:
+        title = "maintain (dry run: nothing written)" if dry_run else f"maintain run {report['run_id']}"
+        console.print(f"[bold]{title}[/]")
+        for step in report["steps"]:
+            style = _STYLE.get(step["outcome"], "")
+            line = step["error"] or step["detail"] or ""
+            outcome = f"[{style}]{step['outcome']}[/]" if style else step["outcome"]
+            console.print(
+                f"  {step['name']}: {outcome}" + (f": {escape(line)}" if line else ""), soft_wrap=True
+            )
+        if not dry_run:
+            console.print("ok" if report["ok"] else f"[red]failed:[/] {escape(report['error'])}")
+    if not report["ok"]:
+        raise SystemExit(1)
