@@ -145,6 +145,13 @@ class Settings(BaseSettings):
     absorb_max_file_bytes: int = Field(500_000, gt=0, description="Largest file absorb_files reads.")
     absorb_default_dataset: str = Field("knowledge", description="Slot absorb_files writes to by default.")
     audit_lore_stale_days: int = Field(90, gt=0, description="Age at which audit_memory flags project-lore.")
+    recall_stamp_debounce_hours: float = Field(
+        24.0,
+        ge=0,
+        description="After search_memory or recall_lessons returns a knowledge document, its "
+        "`last_recalled_at` and `recall_count` are updated in the background, at most once per document "
+        "in this many hours (0: on every recall).",
+    )
     host: str = Field("127.0.0.1", description="Address the HTTP bridge binds.")
     port: int = Field(3106, ge=0, le=65535, description="Port of the HTTP bridge (0 picks a free one).")
     token_file: Path | None = Field(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
@@ -64,6 +65,12 @@ class KnowledgeContext:
     store: KnowledgeStore
     scope: str
     max_results: int = 8
+    recalled: Callable[[Iterable[tuple[str, str]]], None] | None = None  # (slot, id) a search returned
+
+    def note_recalled(self, hits: Iterable[SearchHit]) -> None:
+        """Hand the returned documents to recall stamping (it returns at once)."""
+        if self.recalled is not None:
+            self.recalled((hit.slot, hit.document_id) for hit in hits)
 
 
 def slugify(text: str, *, limit: int = 60) -> str:
@@ -148,6 +155,7 @@ async def search_memory(
     flt, injected = _filter_of(filters, ctx.scope)
     limit = max_results or ctx.max_results
     page = await ctx.store.search(names, query, flt, top_k=limit, score_threshold=score_threshold)
+    ctx.note_recalled(page.hits)
     result: dict[str, Any] = {
         "query": query,
         "datasetsSearched": names,
@@ -213,6 +221,7 @@ async def recall_lessons(
             break
     hits.sort(key=lambda item: (item[0], -item[1].score))
     lessons = [{"kind": "lesson", "rungIndex": i, **_record(hit, slot_ids)} for i, hit in hits[:max_results]]
+    ctx.note_recalled(hit for _, hit in hits[:max_results])
     supplementary: list[dict[str, Any]] = []
     module = facets.get("project_module")
     if include_knowledge and module and "knowledge" in slot_ids:
@@ -226,6 +235,7 @@ async def recall_lessons(
                 errors.append({"supplementary": atom_type, "error": str(exc)})
                 continue
             supplementary += [{"kind": "knowledge", **_record(hit, slot_ids)} for hit in page.hits[:1]]
+            ctx.note_recalled(page.hits[:1])
     return {
         "query": query,
         "lessonDataset": LESSON_SLOT,

@@ -100,7 +100,8 @@ def _context(ctx: ToolContext) -> kn.KnowledgeContext:
     """The knowledge operations' view of the bridge: its store, scope and result cap."""
     state = state_of(ctx)
     settings = state.settings
-    return kn.KnowledgeContext(state.knowledge, settings.project_scope, settings.max_results)
+    recalled = state.recalls.note if state.recalls is not None else None
+    return kn.KnowledgeContext(state.knowledge, settings.project_scope, settings.max_results, recalled)
 
 
 @tool("Search knowledge memory", READ_ONLY)
