@@ -145,6 +145,25 @@ class Settings(BaseSettings):
     absorb_max_file_bytes: int = Field(500_000, gt=0, description="Largest file absorb_files reads.")
     absorb_default_dataset: str = Field("knowledge", description="Slot absorb_files writes to by default.")
     audit_lore_stale_days: int = Field(90, gt=0, description="Age at which audit_memory flags project-lore.")
+    consolidate_policies: dict[str, str] = Field(
+        default_factory=dict,
+        description="Slot name -> consolidate policy, `refine` (maintained) or `none` (left alone), over "
+        "the built-in knowledge and self_improvement = refine, plans, investigations and daily = none. "
+        "Every other slot must be declared: consolidate_memory refuses while a slot has no policy or an "
+        "invalid one.",
+    )
+    consolidate_stale_after_months: float = Field(
+        6.0,
+        gt=0,
+        description="consolidate_memory counts a lesson, bug-root-cause, feedback-rule or pattern-gotcha "
+        "stale when it was neither recalled, created nor updated in this many months (of 30.4375 days).",
+    )
+    consolidate_archive_age_days: float = Field(
+        180.0,
+        gt=0,
+        description="consolidate_memory counts a disabled document unchanged this many days as a candidate "
+        "for compression.",
+    )
     recall_stamp_debounce_hours: float = Field(
         24.0,
         ge=0,
