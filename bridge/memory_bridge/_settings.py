@@ -142,6 +142,31 @@ class Settings(BaseSettings):
         "(`rotat` finds `rotation`); 0 matches whole words only. The index is stemmed either way "
         "(`beds` finds `bed`).",
     )
+    search_recall_weight: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="search_memory and recall_lessons add up to this to the score of a document that "
+        "searches returned recently and often: weight x count / (count + 1) x 0.5 ^ (days since the last "
+        "recall / search_recall_half_life_days). 0: recalls do not change the order.",
+    )
+    search_recall_half_life_days: float = Field(
+        30.0, gt=0, description="After this many days a recall counts half as much in ranking."
+    )
+    search_stale_penalty: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        description="Subtracted from the score of a lesson, bug-root-cause, feedback-rule or pattern-gotcha "
+        "neither recalled nor changed in consolidate_stale_after_months.",
+    )
+    search_superseded_penalty: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="Subtracted from the score of a lesson when a newer lesson with the same lesson key "
+        "(project_module, task_type, error_pattern) is in the same result; it always ranks below that one.",
+    )
     absorb_max_file_bytes: int = Field(500_000, gt=0, description="Largest file absorb_files reads.")
     absorb_default_dataset: str = Field("knowledge", description="Slot absorb_files writes to by default.")
     audit_lore_stale_days: int = Field(90, gt=0, description="Age at which audit_memory flags project-lore.")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -459,3 +461,46 @@ async def test_a_search_answers_while_the_stamping_write_fails(
         assert await state.recalls.flush() == 0
     reason = "TimeoutError" if failure == "hangs" else "knowledge store is read-only"
     assert f"recall stamping of 1 document(s) in knowledge failed: {reason}" in caplog.text
+
+
+# -- ranking by age and use ------------------------------------------------------------------
+
+
+async def names_found(client: Client, query: str, dataset: str) -> list[str]:
+    found = payload(await client.call_tool("search_memory", {"query": query, "datasets": [dataset]}))
+    return [r["documentName"] for r in found["records"]]
+
+
+async def test_search_ranks_a_recalled_document_first_and_a_superseded_lesson_last(
+    session: tuple[Client, AppState],
+) -> None:
+    client, state = session
+    text = "Feature flags are read from the flags service at startup."
+    for name in ("flags-a.md", "flags-b.md"):
+        payload(
+            await client.call_tool("save_to_dataset", {"dataset": "knowledge", "name": name, "text": text})
+        )
+    assert await names_found(client, "feature flags startup", "knowledge") == ["flags-a.md", "flags-b.md"]
+    recalled = await state.knowledge.find("knowledge", "flags-b.md")
+    assert recalled is not None
+    for day in (3, 2, 1):
+        await state.knowledge.stamp_recalls(
+            "knowledge", [recalled.id], now=time.time() - day * 86_400, window=0
+        )
+    assert await names_found(client, "feature flags startup", "knowledge") == ["flags-b.md", "flags-a.md"]
+
+    lesson = {**LESSON["metadata"], "atom_type": "self-improvement-lesson"}
+    old = "Tests fail with no such table: run alembic upgrade head before the test suite."
+    new = "Run make migrate first."
+    for name, body in (("lesson-old.md", old), ("lesson-new.md", new)):
+        payload(
+            await client.call_tool(
+                "save_to_dataset",
+                {"dataset": "self_improvement", "name": name, "text": body, "metadata": lesson},
+            )
+        )
+    query = "tests fail with no such table"
+    assert await names_found(client, query, "self_improvement") == ["lesson-new.md", "lesson-old.md"]
+    settings = state.settings.model_copy(update={"search_superseded_penalty": 0.0})
+    async with Client(build_server(replace(state, settings=settings))) as plain:
+        assert await names_found(plain, query, "self_improvement") == ["lesson-old.md", "lesson-new.md"]

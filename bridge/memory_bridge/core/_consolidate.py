@@ -17,9 +17,10 @@ from typing import Any
 from .._errors import StoreError
 from ..stores._knowledge import Document, KnowledgeStore
 from ._audit import project_documents
+from ._freshness import MONTH_DAYS, STALE_TYPES
 from ._knowledge import resolve_slot
 
-__all__ = ["DEFAULT_POLICIES", "POLICIES", "STALE_TYPES", "consolidate_memory"]
+__all__ = ["DEFAULT_POLICIES", "POLICIES", "consolidate_memory"]
 
 POLICIES = ("refine", "none")
 DEFAULT_POLICIES = {
@@ -29,10 +30,8 @@ DEFAULT_POLICIES = {
     "investigations": "none",
     "daily": "none",
 }
-STALE_TYPES = ("self-improvement-lesson", "bug-root-cause", "feedback-rule", "pattern-gotcha")
 _LESSON = "self-improvement-lesson"
 _DAY = 86_400.0
-_MONTH_DAYS = 30.4375
 _SHOWN = 50  # candidates listed per kind and slot (the counts are complete)
 
 
@@ -103,7 +102,7 @@ def _project(
     docs: list[Document], now: float, stale_after_months: float, archive_age_days: float
 ) -> dict[str, Any]:
     active = [d for d in docs if d.enabled]
-    stale_before = now - stale_after_months * _MONTH_DAYS * _DAY
+    stale_before = now - stale_after_months * MONTH_DAYS * _DAY
     stale = [d for d in active if d.metadata.atom_type in STALE_TYPES and _last_active(d) < stale_before]
     archived = [d for d in docs if not d.enabled and d.updated_at < now - archive_age_days * _DAY]
     duplicates = _duplicates(active)

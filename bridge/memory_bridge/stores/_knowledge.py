@@ -115,6 +115,9 @@ class SearchHit:
     metadata: DocMetadata
     word_count: int
     origin: str = ""
+    updated_at: float = 0.0  # the document's last change (0: unknown)
+    last_recalled_at: float | None = None
+    recall_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -512,6 +512,7 @@ class DifyKnowledgeStore:
         segment = record["segment"]
         document = segment.get("document") or {}
         values = _decode(document.get("doc_metadata"))
+        last_recalled_at, recall_count = _recall(values)
         return SearchHit(
             document_id=str(segment["document_id"]),
             document_name=str(document.get("name") or ""),
@@ -523,6 +524,9 @@ class DifyKnowledgeStore:
             metadata=_metadata(values),
             word_count=int(segment.get("word_count") or 0),
             origin=values.get("memctl_origin", ""),
+            updated_at=float(segment.get("created_at") or 0),  # segments are made anew by each update
+            last_recalled_at=last_recalled_at,
+            recall_count=recall_count,
         )
 
     # -- upkeep -----------------------------------------------------------------------------

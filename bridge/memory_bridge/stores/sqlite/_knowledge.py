@@ -553,6 +553,9 @@ class SqliteKnowledgeStore:
             metadata=doc.metadata,
             word_count=doc.word_count,
             origin=doc.origin,
+            updated_at=doc.updated_at,
+            last_recalled_at=doc.last_recalled_at,
+            recall_count=doc.recall_count,
         )
 
     # -- upkeep -----------------------------------------------------------------------------
