@@ -2,7 +2,8 @@
 background task records `last_recalled_at` and `recall_count` on the store, off the request path.
 
 `note` only remembers the ids (it never waits and never fails); `run` (a task on the
-bridge's task group) writes them in batches, one call per slot. A document is stamped at
+bridge's task group) writes them in batches, one call per slot, and what is pending
+when the bridge stops (for at most a few seconds). A document is stamped at
 most once per debounce window: an in-process memory of recent stamps (bounded, oldest
 forgotten first) skips most repeats, and the store skips a document whose persisted stamp
 is inside the window (after a restart). A failing or hanging store only logs: the searches
@@ -25,6 +26,7 @@ __all__ = ["RecallStamper"]
 log = logging.getLogger("memctl.bridge")
 
 _REMEMBERED = 5000  # recent stamps kept in memory (the seed's LRU size)
+_LAST_FLUSH_SECONDS = 5.0  # at most this long when the bridge stops
 
 
 class RecallStamper:
@@ -59,9 +61,10 @@ class RecallStamper:
         if self._pending:
             self._wake.set()
 
-    async def flush(self) -> int:
+    async def flush(self, timeout: float | None = None) -> int:
         """Write the pending stamps now; returns how many documents the store stamped.
         Never raises: a store error or a write past the timeout is logged."""
+        timeout = self.timeout_seconds if timeout is None else timeout
         pending, self._pending = list(self._pending), {}
         now = self.clock()
         by_slot: dict[str, list[str]] = {}
@@ -70,7 +73,7 @@ class RecallStamper:
         stamped = 0
         for slot, ids in by_slot.items():
             try:
-                with anyio.fail_after(self.timeout_seconds):
+                with anyio.fail_after(timeout):
                     stamped += await self.store.stamp_recalls(
                         slot, ids, now=now, window=self.debounce_seconds
                     )
@@ -90,8 +93,12 @@ class RecallStamper:
 
     async def run(self) -> None:
         """Write stamps as searches note them, gathering those within `batch_seconds`."""
-        while True:
-            await self._wake.wait()
-            self._wake = anyio.Event()
-            await anyio.sleep(self.batch_seconds)
-            await self.flush()
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                await anyio.sleep(self.batch_seconds)
+                await self.flush()
+        finally:  # the bridge stops: what the last searches returned is still written, briefly
+            with anyio.CancelScope(shield=True):
+                await self.flush(min(self.timeout_seconds, _LAST_FLUSH_SECONDS))

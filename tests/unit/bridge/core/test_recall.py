@@ -88,3 +88,15 @@ async def test_the_background_task_writes_what_searches_noted() -> None:
             await anyio.sleep(0.01)
         tasks.cancel_scope.cancel()
     assert store.calls == [("knowledge", ["a"], 1000.0, 24 * HOUR)]
+
+
+async def test_stamps_noted_just_before_the_bridge_stops_are_written() -> None:
+    store, clock = Recorder(), [1000.0]
+    recalls = stamper(store, clock, batch_seconds=3600.0)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(recalls.run)
+        await anyio.sleep(0)
+        recalls.note([("knowledge", "a")])
+        await anyio.sleep(0.01)
+        tasks.cancel_scope.cancel()
+    assert store.calls == [("knowledge", ["a"], 1000.0, 24 * HOUR)]

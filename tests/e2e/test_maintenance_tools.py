@@ -1,5 +1,6 @@
-"""consolidate_memory through an MCP client, on the embedded store, the Dify emulator and
-the real Dify: the projection per refine slot, the policy refusals, and that it changes nothing."""
+"""Recall stamping and consolidate_memory through an MCP client, on the embedded store,
+the Dify emulator and the real Dify: searches stamp what they return; the projection per
+refine slot, the policy refusals, and that it changes nothing."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from mcp import Client
 
 from memory_bridge import build_server, load_settings, open_state
+from memory_bridge.core._recall import RecallStamper
 from memory_bridge.search import LazyEmbedder, lazy_minilm
 from memory_bridge.stores import KnowledgeStore
 from memory_bridge.tools import _knowledge as knowledge_tools
@@ -64,7 +66,8 @@ async def served(
             knowledge = await dify_store(embedder, "1.14.0")
         elif target is not None:
             knowledge = await real_dify_store(target, prefix)
-        served_state = replace(state, knowledge=knowledge, recalls=None)
+        recalls = RecallStamper(knowledge, debounce_seconds=86_400)
+        served_state = replace(state, knowledge=knowledge, recalls=recalls)
         try:
             async with Client(build_server(served_state)) as client:
                 yield client, served_state
@@ -86,6 +89,23 @@ async def save(client: Client, slot: str, name: str, text: str, **metadata: str)
 
 async def consolidate(client: Client, **arguments: Any) -> dict[str, Any]:
     return payload(await client.call_tool("consolidate_memory", arguments))
+
+
+async def test_a_search_stamps_what_it_returns_once_per_window(served: tuple[Client, AppState]) -> None:
+    client, state = served
+    assert state.recalls is not None
+    doc = await save(
+        client, "knowledge", "deploys.md", "Deploys go blue/green at noon.", atom_type="decision"
+    )
+    query = {"query": "deploys noon blue green", "datasets": ["knowledge"]}
+    found = payload(await client.call_tool("search_memory", query))
+    assert [r["documentId"] for r in found["records"]] == [doc]
+    assert await state.recalls.flush() == 1
+    payload(await client.call_tool("search_memory", query))
+    assert await state.recalls.flush() == 0, "debounced"
+    stamped = await state.knowledge.get("knowledge", doc)
+    assert stamped is not None and stamped.recall_count == 1
+    assert stamped.last_recalled_at is not None and abs(stamped.last_recalled_at - time.time()) < 600
 
 
 async def test_the_projection_per_refine_slot_changes_nothing(
