@@ -18,6 +18,7 @@ from ._metrics import Metrics
 from ._server import build_server
 from ._settings import Settings
 from ._tokens import token_source
+from .core._recall import RecallStamper
 from .stores._url import make_embedder, open_entry_store, open_knowledge_store
 from .tools._state import AppState
 
@@ -47,9 +48,15 @@ async def open_state(settings: Settings) -> AsyncIterator[AppState]:
             watch = BackendWatch(
                 [Backend("entry", store.url, store.ping), Backend("knowledge", knowledge.url, knowledge.ping)]
             )
-            state = AppState(settings, store, Metrics(), knowledge, watch)
+            recalls = RecallStamper(
+                knowledge,
+                debounce_seconds=settings.recall_stamp_debounce_hours * 3600,
+                timeout_seconds=settings.tool_timeout_seconds,
+            )
+            state = AppState(settings, store, Metrics(), knowledge, watch, recalls)
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(state.backends.run)
+                tasks.start_soon(recalls.run)
                 tasks.start_soon(_sweep_forever, state)
                 tasks.start_soon(_embed_entries_forever, state)
                 yield state

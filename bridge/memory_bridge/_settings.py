@@ -142,9 +142,60 @@ class Settings(BaseSettings):
         "(`rotat` finds `rotation`); 0 matches whole words only. The index is stemmed either way "
         "(`beds` finds `bed`).",
     )
+    search_recall_weight: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="search_memory and recall_lessons add up to this to the score of a document that "
+        "searches returned recently and often: weight x count / (count + 1) x 0.5 ^ (days since the last "
+        "recall / search_recall_half_life_days). 0: recalls do not change the order.",
+    )
+    search_recall_half_life_days: float = Field(
+        30.0, gt=0, description="After this many days a recall counts half as much in ranking."
+    )
+    search_stale_penalty: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        description="Subtracted from the score of a lesson, bug-root-cause, feedback-rule or pattern-gotcha "
+        "neither recalled nor changed in consolidate_stale_after_months.",
+    )
+    search_superseded_penalty: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="Subtracted from the score of a lesson when a newer lesson with the same lesson key "
+        "(project_module, task_type, error_pattern) is in the same result; it always ranks below that one.",
+    )
     absorb_max_file_bytes: int = Field(500_000, gt=0, description="Largest file absorb_files reads.")
     absorb_default_dataset: str = Field("knowledge", description="Slot absorb_files writes to by default.")
     audit_lore_stale_days: int = Field(90, gt=0, description="Age at which audit_memory flags project-lore.")
+    consolidate_policies: dict[str, str] = Field(
+        default_factory=dict,
+        description="Slot name -> consolidate policy, `refine` (maintained) or `none` (left alone), over "
+        "the built-in knowledge and self_improvement = refine, plans, investigations and daily = none. "
+        "Every other slot must be declared: consolidate_memory refuses while a slot has no policy or an "
+        "invalid one.",
+    )
+    consolidate_stale_after_months: float = Field(
+        6.0,
+        gt=0,
+        description="consolidate_memory counts a lesson, bug-root-cause, feedback-rule or pattern-gotcha "
+        "stale when it was neither recalled, created nor updated in this many months (of 30.4375 days).",
+    )
+    consolidate_archive_age_days: float = Field(
+        180.0,
+        gt=0,
+        description="consolidate_memory counts a disabled document unchanged this many days as a candidate "
+        "for compression.",
+    )
+    recall_stamp_debounce_hours: float = Field(
+        24.0,
+        ge=0,
+        description="After search_memory or recall_lessons returns a knowledge document, its "
+        "`last_recalled_at` and `recall_count` are updated in the background, at most once per document "
+        "in this many hours (0: on every recall).",
+    )
     host: str = Field("127.0.0.1", description="Address the HTTP bridge binds.")
     port: int = Field(3106, ge=0, le=65535, description="Port of the HTTP bridge (0 picks a free one).")
     token_file: Path | None = Field(

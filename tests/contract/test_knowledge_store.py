@@ -5,6 +5,7 @@ Written against `KnowledgeStore` only, so the Dify store reuses it unchanged.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -289,3 +290,25 @@ async def test_metadata_round_trips(kstore: KnowledgeStore) -> None:
     outcome = await kstore.upsert("self_improvement", "lesson.md", "Run migrations first.", given, origin="t")
     doc = await kstore.get("self_improvement", outcome.document_id)
     assert doc is not None and doc.metadata == given and doc.slot == "self_improvement"
+
+
+async def test_recall_stamps_count_once_per_window_and_survive_an_update(kstore: KnowledgeStore) -> None:
+    first = await kstore.upsert("knowledge", "a.md", "Retry webhooks five times.", meta(), origin="t")
+    second = await kstore.upsert("knowledge", "b.md", "Rotate keys monthly.", meta(), origin="t")
+    now = float(int(time.time()))
+    ids = [first.document_id, second.document_id, "no-such-document"]
+    assert await kstore.stamp_recalls("knowledge", ids, now=now, window=3600) == 2
+    doc = await kstore.get("knowledge", first.document_id)
+    assert doc is not None and doc.recall_count == 1
+    assert doc.last_recalled_at == pytest.approx(now, abs=0.01)
+    assert await kstore.stamp_recalls("knowledge", ids[:1], now=now + 60, window=3600) == 0, "debounced"
+    assert await kstore.stamp_recalls("knowledge", ids[:1], now=now + 3601, window=3600) == 1
+    await kstore.upsert("knowledge", "a.md", "Retry webhooks six times.", meta(), origin="t")
+    doc = await kstore.find("knowledge", "a.md")
+    assert doc is not None and doc.recall_count == 2 and doc.text == "Retry webhooks six times."
+    assert doc.last_recalled_at == pytest.approx(now + 3601, abs=0.01)
+    never = await kstore.find("knowledge", "b.md")
+    assert never is not None and never.recall_count == 1
+    listed, _ = await kstore.list_documents("knowledge", offset=0, limit=10)
+    assert sorted(d.recall_count for d in listed) == [1, 2]
+    assert await kstore.stamp_recalls("knowledge", [], now=now, window=0) == 0

@@ -136,3 +136,18 @@ def documents(project: Path) -> dict[tuple[str, str], tuple[str, dict[str, objec
             await store.close()
 
     return anyio.run(run)
+
+
+def stamp_recall(project: Path, slot: str, name: str, when: float) -> None:
+    """Record a recall of one document, as the bridge does after a search returned it."""
+
+    async def run() -> None:
+        store = open_knowledge_store(load_settings(project=project))
+        try:
+            doc = await store.find(slot, name)
+            assert doc is not None
+            await store.stamp_recalls(slot, [doc.id], now=when, window=0)
+        finally:
+            await store.close()
+
+    anyio.run(run)

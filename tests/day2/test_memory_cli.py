@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import Dify, configure, memctl
-from .stores import documents, entry_records, seed_documents, seed_entries
+from .stores import documents, entry_records, seed_documents, seed_entries, stamp_recall
 
 LESSON = {"atom_type": "self-improvement-lesson", "project_module": "api", "task_type": "bugfix"}
 LORE = {"atom_type": "project-lore"}
@@ -328,11 +328,23 @@ def test_lessons_by_error_pattern(project: Path) -> None:
     assert listed.code == 0
     patterns = [lesson["error_pattern"] for lesson in listed.json["lessons"]]
     assert patterns == ["oom-kill", "timeout"]
-    assert all(lesson["recall_count"] is None for lesson in listed.json["lessons"])
+    assert all(lesson["recall_count"] == 0 for lesson in listed.json["lessons"])
+    assert all(lesson["last_recalled"] is None for lesson in listed.json["lessons"])
     only = run(project, "lessons", "--pattern", "TIME", "--sort", "recent", "--json").json
     assert [lesson["name"] for lesson in only["lessons"]] == ["lesson-timeout.md"]
     table = run(project, "lessons")
     assert table.code == 0 and "timeout" in table.stdout and "-" in table.stdout
+
+
+def test_lessons_show_how_often_and_when_each_was_recalled(project: Path) -> None:
+    for when in (1_790_000_000.0, 1_790_100_000.0):
+        stamp_recall(project, "self_improvement", "lesson-timeout.md", when)
+    listed = run(project, "lessons", "--json").json["lessons"]
+    assert [(x["error_pattern"], x["recall_count"]) for x in listed] == [("timeout", 2), ("oom-kill", 0)]
+    assert listed[0]["last_recalled"].startswith("2026-09-22")
+    table = run(project, "lessons").stdout
+    timeout_row = next(line for line in table.splitlines() if "timeout" in line)
+    assert " 2 " in timeout_row and "2026-09" in timeout_row, "the table folds narrow columns"
 
 
 def test_lessons_of_a_project_without_memory(tmp_path: Path) -> None:

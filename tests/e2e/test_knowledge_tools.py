@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
-from memory_bridge import build_server, load_settings, open_state
+from memory_bridge import StoreFailed, build_server, load_settings, open_state
 from memory_bridge.stores import DocMetadata
 from memory_bridge.tools._state import AppState
 
@@ -372,3 +376,131 @@ async def test_knowledge_round_trip_over_stdio(tmp_path: Path) -> None:
             await client.call_tool("search_memory", {"query": "which port does the admin interface use"})
         )
         assert found["records"][0]["documentName"] == "ports.md"
+
+
+# -- recall stamping -------------------------------------------------------------------------
+
+LESSON = {
+    "title": "Run migrations before tests",
+    "body": "Run alembic upgrade head first.",
+    "metadata": {"project_module": "db", "task_type": "debugging", "error_pattern": "missing-migration"},
+}
+
+
+async def recall_count(state: AppState, slot: str, document_id: str) -> int:
+    doc = await state.knowledge.get(slot, document_id)
+    assert doc is not None
+    return doc.recall_count
+
+
+async def stamped(state: AppState, slot: str, document_id: str) -> int:
+    """The document's recall count once the background stamping has written it."""
+    assert state.recalls is not None
+    with anyio.fail_after(30):
+        while not await recall_count(state, slot, document_id):
+            await state.recalls.flush()
+            await anyio.sleep(0.05)
+    return await recall_count(state, slot, document_id)
+
+
+async def test_search_and_recall_stamp_what_they_return_once_a_day(session: tuple[Client, AppState]) -> None:
+    client, state = session
+    lesson = payload(await client.call_tool("save_lesson", LESSON))
+    doc = payload(
+        await client.call_tool(
+            "save_to_dataset",
+            {"dataset": "knowledge", "name": "deploys.md", "text": "Deploys go blue/green at noon."},
+        )
+    )
+    assert await recall_count(state, "knowledge", doc["documentId"]) == 0
+    query = {"query": "when do deploys go out", "datasets": ["knowledge"]}
+    found = payload(await client.call_tool("search_memory", query))
+    assert [r["documentName"] for r in found["records"]] == ["deploys.md"]
+    recalled = payload(
+        await client.call_tool(
+            "recall_lessons",
+            {"query": "tests fail: run migrations first", "project_module": "db", "scoreThreshold": 0},
+        )
+    )
+    assert recalled["lessonHits"] == 1
+    assert await stamped(state, "knowledge", doc["documentId"]) == 1
+    assert await stamped(state, "self_improvement", lesson["documentId"]) == 1
+    payload(await client.call_tool("search_memory", query))
+    assert state.recalls is not None
+    await state.recalls.flush()
+    assert await recall_count(state, "knowledge", doc["documentId"]) == 1, "debounced for 24 h"
+
+
+@pytest.mark.parametrize("failure", ["raises", "hangs"])
+async def test_a_search_answers_while_the_stamping_write_fails(
+    session: tuple[Client, AppState],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    failure: str,
+) -> None:
+    client, state = session
+    payload(
+        await client.call_tool(
+            "save_to_dataset",
+            {"dataset": "knowledge", "name": "deploys.md", "text": "Deploys go blue/green at noon."},
+        )
+    )
+
+    async def broken(*args: object, **kwargs: object) -> int:
+        if failure == "hangs":
+            await anyio.sleep_forever()
+        raise StoreFailed("knowledge store is read-only")
+
+    monkeypatch.setattr(state.knowledge, "stamp_recalls", broken)
+    assert state.recalls is not None
+    monkeypatch.setattr(state.recalls, "timeout_seconds", 0.2)
+    for _ in range(3):
+        found = payload(await client.call_tool("search_memory", {"query": "when do deploys go out"}))
+        assert [r["documentName"] for r in found["records"]] == ["deploys.md"]
+    with caplog.at_level(logging.WARNING, logger="memctl.bridge"):
+        assert await state.recalls.flush() == 0
+    reason = "TimeoutError" if failure == "hangs" else "knowledge store is read-only"
+    assert f"recall stamping of 1 document(s) in knowledge failed: {reason}" in caplog.text
+
+
+# -- ranking by age and use ------------------------------------------------------------------
+
+
+async def names_found(client: Client, query: str, dataset: str) -> list[str]:
+    found = payload(await client.call_tool("search_memory", {"query": query, "datasets": [dataset]}))
+    return [r["documentName"] for r in found["records"]]
+
+
+async def test_search_ranks_a_recalled_document_first_and_a_superseded_lesson_last(
+    session: tuple[Client, AppState],
+) -> None:
+    client, state = session
+    text = "Feature flags are read from the flags service at startup."
+    for name in ("flags-a.md", "flags-b.md"):
+        payload(
+            await client.call_tool("save_to_dataset", {"dataset": "knowledge", "name": name, "text": text})
+        )
+    assert await names_found(client, "feature flags startup", "knowledge") == ["flags-a.md", "flags-b.md"]
+    recalled = await state.knowledge.find("knowledge", "flags-b.md")
+    assert recalled is not None
+    for day in (3, 2, 1):
+        await state.knowledge.stamp_recalls(
+            "knowledge", [recalled.id], now=time.time() - day * 86_400, window=0
+        )
+    assert await names_found(client, "feature flags startup", "knowledge") == ["flags-b.md", "flags-a.md"]
+
+    lesson = {**LESSON["metadata"], "atom_type": "self-improvement-lesson"}
+    old = "Tests fail with no such table: run alembic upgrade head before the test suite."
+    new = "Run make migrate first."
+    for name, body in (("lesson-old.md", old), ("lesson-new.md", new)):
+        payload(
+            await client.call_tool(
+                "save_to_dataset",
+                {"dataset": "self_improvement", "name": name, "text": body, "metadata": lesson},
+            )
+        )
+    query = "tests fail with no such table"
+    assert await names_found(client, query, "self_improvement") == ["lesson-new.md", "lesson-old.md"]
+    settings = state.settings.model_copy(update={"search_superseded_penalty": 0.0})
+    async with Client(build_server(replace(state, settings=settings))) as plain:
+        assert await names_found(plain, query, "self_improvement") == ["lesson-old.md", "lesson-new.md"]

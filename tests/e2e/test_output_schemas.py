@@ -43,6 +43,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("enable_document", {"dataset": "knowledge", "documentId": "a.md"}),
     ("delete_document", {"dataset": "knowledge", "documentId": "a.md"}),
     ("audit_memory", {}),
+    ("consolidate_memory", {}),
     ("scan_documents", {}),
     ("absorb_files", {"files": ["README.md", "../outside.md"]}),
     ("get_memory_config", {}),

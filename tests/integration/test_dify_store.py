@@ -313,3 +313,25 @@ async def test_a_bridge_started_during_an_outage_still_queues_saves(
     assert await restarted.upkeep() == 1
     assert await restarted.find("knowledge", "late.md") is not None
     await restarted.close()
+
+
+async def test_recall_stamps_skip_a_dataset_without_the_fields(app: Any) -> None:
+    """A slot bound to a dataset memctl did not set up (no recall fields) is not stamped,
+    and nothing is created in it behind the user's back."""
+    key = app.state.dify.add_api_key()
+    store = await store_for(app)
+    saved = await store.upsert("knowledge", "a.md", "Retry webhooks.", DocMetadata(scope="app"), origin="t")
+    dataset = (await store.client.find_dataset("knowledge")) or {}
+    fields = await store.client.metadata_fields(dataset["id"])
+    await store.client.request(
+        "DELETE", f"/datasets/{dataset['id']}/metadata/{fields['recall_count']}", "delete metadata field"
+    )
+    await store.close()
+    fresh = DifyKnowledgeStore(  # a bridge started since: it finds the slot by name
+        f"{BASE}/v1", key, default_slots=SLOTS, transport=httpx.ASGITransport(app=app)
+    )
+    assert await fresh.stamp_recalls("knowledge", [saved.document_id], now=1.8e9, window=0) == 0
+    doc = await fresh.get("knowledge", saved.document_id)
+    assert doc is not None and (doc.recall_count, doc.last_recalled_at) == (0, None)
+    assert "recall_count" not in await fresh.client.metadata_fields(dataset["id"])
+    await fresh.close()

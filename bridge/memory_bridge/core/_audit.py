@@ -15,7 +15,7 @@ from typing import Any
 from .._errors import InvalidInput
 from ..stores._knowledge import Document, KnowledgeStore
 
-__all__ = ["AUDIT_CLASSES", "audit_memory", "retire"]
+__all__ = ["AUDIT_CLASSES", "audit_memory", "project_documents", "retire"]
 
 AUDIT_CLASSES = ("stale-plans", "missing-metadata", "stale-project-lore", "duplicate-error-pattern")
 _SLOTS = {
@@ -102,7 +102,8 @@ def _duplicate_lessons(docs: list[Document]) -> list[dict[str, Any]]:
     return findings
 
 
-async def _all_documents(store: KnowledgeStore, slot: str, scope: str) -> list[Document]:
+async def project_documents(store: KnowledgeStore, slot: str, scope: str) -> list[Document]:
+    """Every document of `slot` that project `scope` wrote."""
     docs: list[Document] = []
     offset = 0
     while True:
@@ -124,7 +125,7 @@ async def audit_memory(
         )
     existing = {s.name for s in await store.list_slots()}
     slots = sorted({slot for cls in wanted for slot in _SLOTS[cls] if slot in existing})
-    docs = {slot: await _all_documents(store, slot, scope) for slot in slots}
+    docs = {slot: await project_documents(store, slot, scope) for slot in slots}
     now = time.time()
     findings: list[dict[str, Any]] = []
     if "stale-plans" in wanted:

@@ -486,8 +486,9 @@ async def list_lessons(
 ) -> list[dict[str, Any]]:
     """This project's lessons (the self_improvement slot), with their error pattern.
 
-    Recall count and last recall are None: no store records them yet. `recall` sorts by
-    recall count (then error pattern), `recent` by last recall, then last update, newest first."""
+    Recall count and last recall (epoch seconds, None if never) come from recall stamping.
+    `recall` sorts by recall count (then error pattern), `recent` by last recall, then last
+    update, newest first."""
     names = {s.name for s in await stores.knowledge.list_slots()}
     if _LESSON_SLOT not in names:
         return []
@@ -508,8 +509,8 @@ async def list_lessons(
                     "project_module": meta.project_module,
                     "enabled": d.enabled,
                     "updated_at": d.updated_at,
-                    "recall_count": None,
-                    "last_recalled": None,
+                    "recall_count": d.recall_count,
+                    "last_recalled": d.last_recalled_at,
                 }
             )
     if sort == "recent":

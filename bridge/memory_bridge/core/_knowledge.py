@@ -10,14 +10,17 @@ fatal; an unknown slot is an error, never a fallback.
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from .._errors import InvalidInput, NotFound, StoreError
 from ..stores._clock import now_instant
 from ..stores._knowledge import METADATA_FIELDS, DocMetadata, KnowledgeFilter, KnowledgeStore, SearchHit
 from ._fence import fence
+from ._freshness import Freshness, rerank
 from ._redact import redact
 
 __all__ = [
@@ -55,6 +58,7 @@ LESSON_TYPE = "self-improvement-lesson"
 LESSON_SLOT = "self_improvement"
 _LADDER_DROPS = ("error_pattern", "language", "task_type")
 _ALL_SCOPES = "*"
+_MAX_CANDIDATES = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,22 @@ class KnowledgeContext:
     store: KnowledgeStore
     scope: str
     max_results: int = 8
+    recalled: Callable[[Iterable[tuple[str, str]]], None] | None = None  # (slot, id) a search returned
+    freshness: Freshness = field(default_factory=Freshness)  # the weights of age and use in ranking
+    clock: Callable[[], float] = time.time
+
+    def candidates(self, wanted: int) -> int:
+        """How many hits to ask the store for, so re-ranking can lift one from below the cut."""
+        return min(_MAX_CANDIDATES, 2 * wanted) if self.freshness.active else wanted
+
+    def rerank(self, hits: list[SearchHit], wanted: int) -> list[SearchHit]:
+        """The best `wanted` hits once age and use are weighed in."""
+        return rerank(hits, self.freshness, self.clock())[:wanted]
+
+    def note_recalled(self, hits: Iterable[SearchHit]) -> None:
+        """Hand the returned documents to recall stamping (it returns at once)."""
+        if self.recalled is not None:
+            self.recalled((hit.slot, hit.document_id) for hit in hits)
 
 
 def slugify(text: str, *, limit: int = 60) -> str:
@@ -147,7 +167,11 @@ async def search_memory(
     names = [await resolve_slot(ctx.store, d) for d in datasets] if datasets else list(slot_ids)
     flt, injected = _filter_of(filters, ctx.scope)
     limit = max_results or ctx.max_results
-    page = await ctx.store.search(names, query, flt, top_k=limit, score_threshold=score_threshold)
+    page = await ctx.store.search(
+        names, query, flt, top_k=ctx.candidates(limit), score_threshold=score_threshold
+    )
+    hits = ctx.rerank(page.hits, limit)
+    ctx.note_recalled(hits)
     result: dict[str, Any] = {
         "query": query,
         "datasetsSearched": names,
@@ -156,7 +180,7 @@ async def search_memory(
         "scoreThreshold": score_threshold,
         "errors": [],
         "totalRecords": page.total,
-        "records": [_record(hit, slot_ids) for hit in page.hits],
+        "records": [_record(hit, slot_ids) for hit in hits],
     }
     if page.degraded:
         result["degraded"] = page.degraded
@@ -166,8 +190,8 @@ async def search_memory(
 def _rungs(base: dict[str, str]) -> list[dict[str, str]]:
     rungs = [dict(base)]
     current = dict(base)
-    for field in _LADDER_DROPS:
-        current.pop(field, None)
+    for facet in _LADDER_DROPS:
+        current.pop(facet, None)
         if current != rungs[-1]:
             rungs.append(dict(current))
     return rungs
@@ -199,12 +223,12 @@ async def recall_lessons(
         flt = replace(KnowledgeFilter(**rung, tags=tuple(tags or ())), scope=ctx.scope)
         try:
             page = await ctx.store.search(
-                [LESSON_SLOT], query, flt, top_k=max_results, score_threshold=score_threshold
+                [LESSON_SLOT], query, flt, top_k=ctx.candidates(max_results), score_threshold=score_threshold
             )
         except StoreError as exc:
             errors.append({"rung": index, "filters": rung, "error": str(exc)})
             continue
-        added = [hit for hit in page.hits if hit.document_id not in seen]
+        added = [hit for hit in ctx.rerank(page.hits, max_results) if hit.document_id not in seen]
         seen.update(hit.document_id for hit in added)
         hits += [(index, hit) for hit in added]
         if added:
@@ -213,6 +237,7 @@ async def recall_lessons(
             break
     hits.sort(key=lambda item: (item[0], -item[1].score))
     lessons = [{"kind": "lesson", "rungIndex": i, **_record(hit, slot_ids)} for i, hit in hits[:max_results]]
+    ctx.note_recalled(hit for _, hit in hits[:max_results])
     supplementary: list[dict[str, Any]] = []
     module = facets.get("project_module")
     if include_knowledge and module and "knowledge" in slot_ids:
@@ -226,6 +251,7 @@ async def recall_lessons(
                 errors.append({"supplementary": atom_type, "error": str(exc)})
                 continue
             supplementary += [{"kind": "knowledge", **_record(hit, slot_ids)} for hit in page.hits[:1]]
+            ctx.note_recalled(page.hits[:1])
     return {
         "query": query,
         "lessonDataset": LESSON_SLOT,

@@ -7,6 +7,7 @@ updates the document in place.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Literal, Protocol, runtime_checkable
 
@@ -82,6 +83,8 @@ class Document:
     updated_at: float
     metadata: DocMetadata = field(default_factory=DocMetadata)
     origin: str = ""
+    last_recalled_at: float | None = None  # when a search last returned it (recall stamping)
+    recall_count: int = 0  # how many recalls were stamped (at most one per debounce window)
 
     @property
     def word_count(self) -> int:
@@ -112,6 +115,9 @@ class SearchHit:
     metadata: DocMetadata
     word_count: int
     origin: str = ""
+    updated_at: float = 0.0  # the document's last change (0: unknown)
+    last_recalled_at: float | None = None
+    recall_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +166,14 @@ class KnowledgeStore(Protocol):
         mode: SearchMode = "hybrid",
     ) -> SearchPage:
         """Enabled documents of `slots` matching `flt`, best first, at most `top_k`."""
+
+    async def stamp_recalls(
+        self, slot: str, document_ids: Sequence[str], *, now: float, window: float
+    ) -> int:
+        """Record that a search returned these documents: `last_recalled_at = now` and one
+        more `recall_count` for each one not recalled within `window` seconds before `now`.
+        Unknown ids are skipped; a store that cannot hold the stamps (a Dify dataset
+        without the fields) does nothing. Returns how many were stamped."""
 
     async def count(self) -> int: ...
 

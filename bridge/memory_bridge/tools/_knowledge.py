@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core import _absorb, _audit, _runlog
+from ..core import _absorb, _audit, _consolidate, _runlog
 from ..core import _knowledge as kn
+from ..core._freshness import MONTH_DAYS, Freshness
 from ..core._knowledge import AtomType
 from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
 from ._results import (
     AbsorbResult,
     AuditResult,
+    ConsolidateResult,
     CreateDatasetResult,
     CronHealthResult,
     DocumentStatusResult,
@@ -102,7 +105,17 @@ def _context(ctx: ToolContext) -> kn.KnowledgeContext:
     """The knowledge operations' view of the bridge: its store, scope and result cap."""
     state = state_of(ctx)
     settings = state.settings
-    return kn.KnowledgeContext(state.knowledge, settings.project_scope, settings.max_results)
+    freshness = Freshness(
+        recall_weight=settings.search_recall_weight,
+        recall_half_life_days=settings.search_recall_half_life_days,
+        stale_penalty=settings.search_stale_penalty,
+        stale_after_days=settings.consolidate_stale_after_months * MONTH_DAYS,
+        superseded_penalty=settings.search_superseded_penalty,
+    )
+    recalled = state.recalls.note if state.recalls is not None else None
+    return kn.KnowledgeContext(
+        state.knowledge, settings.project_scope, settings.max_results, recalled, freshness
+    )
 
 
 @tool("Search knowledge memory", READ_ONLY)
@@ -318,6 +331,31 @@ async def audit_memory_tool(
         stale_lore_days=staleLoreDays or state.settings.audit_lore_stale_days,
     )
     return AuditResult.model_validate(result)
+
+
+@tool("Project memory consolidation", READ_ONLY)
+async def consolidate_memory(
+    ctx: ToolContext,
+    slots: Annotated[
+        list[Dataset] | None, Field(max_length=50, description="Refine slots to project (default: all).")
+    ] = None,
+) -> ConsolidateResult:
+    """What maintenance would act on, per slot with the `refine` policy: working-set size,
+    disabled count, lessons sharing a lesson key (project_module|task_type|error_pattern),
+    stale documents and old archived ones. Changes nothing. Refuses (ok false, refusals)
+    while a slot has no policy or one other than refine or none."""
+    state = state_of(ctx)
+    settings = state.settings
+    result = await _consolidate.consolidate_memory(
+        state.knowledge,
+        scope=settings.project_scope,
+        slots=slots,
+        policies=settings.consolidate_policies,
+        stale_after_months=settings.consolidate_stale_after_months,
+        archive_age_days=settings.consolidate_archive_age_days,
+        now=time.time(),
+    )
+    return ConsolidateResult.model_validate(result)
 
 
 @tool("Scan workspace documents", READ_ONLY)

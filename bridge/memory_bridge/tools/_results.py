@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 __all__ = [
     "AbsorbResult",
     "AuditResult",
+    "ConsolidateResult",
     "CreateDatasetResult",
     "CronHealthResult",
     "DeleteResult",
@@ -308,6 +309,57 @@ class AuditResult(ToolResult):
     findings: list[Finding]
     summary: AuditSummary
     errors: list[dict[str, Any]]
+
+
+class DocRef(ToolResult):
+    documentId: str
+    name: str
+
+
+class DuplicatePair(ToolResult):
+    lessonKey: str
+    keeper: DocRef
+    loser: DocRef
+
+
+class StaleCandidate(ToolResult):
+    documentId: str
+    name: str
+    atomType: str
+    recallCount: int
+
+
+class ConsolidateCandidates(ToolResult):
+    lessonKeyDuplicates: list[DuplicatePair]
+    stale: list[StaleCandidate]
+    compressArchived: list[DocRef]
+
+
+class SlotProjection(ToolResult):
+    workingSetSize: int
+    disabledCount: int
+    lessonKeyDuplicateCandidates: int
+    staleCandidates: int
+    compressArchivedCandidatesApprox: int
+    candidates: ConsolidateCandidates
+
+
+class Refusal(ToolResult):
+    code: Literal["policy-invalid", "policy-undeclared-slot"]
+    slot: str
+    message: str
+
+
+class ConsolidateResult(ToolResult):
+    ok: bool
+    readOnly: Literal[True]
+    policies: dict[str, str]
+    refine: list[str]
+    refusals: list[Refusal]
+    slotsProjected: list[str]
+    perSlot: dict[str, SlotProjection]
+    errors: list[dict[str, str]]
+    note: str
 
 
 class ScannedFile(ToolResult):

@@ -13,6 +13,7 @@ from mcp.server.mcpserver import Context
 from .._backends import BackendWatch
 from .._metrics import Metrics
 from .._settings import Settings
+from ..core._recall import RecallStamper
 from ..stores._base import EntryStore
 from ..stores._knowledge import KnowledgeStore
 
@@ -26,6 +27,7 @@ class AppState:
     metrics: Metrics
     knowledge: KnowledgeStore
     backends: BackendWatch
+    recalls: RecallStamper | None = None  # recall stamping of what knowledge searches return
 
 
 ToolContext = Context[AppState]

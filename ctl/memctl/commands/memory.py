@@ -319,7 +319,9 @@ def lessons(
 ) -> None:
     """List this project's lessons (the self_improvement slot) by error pattern.
 
-    Recall count and last recall show "-" (null in --json) until a store records them.
+    Recalls count the searches that returned a lesson (at most one per debounce window,
+    the bridge's recall_stamp_debounce_hours); last recalled is "-" (null in --json) for a
+    lesson never recalled.
 
     \b
     Example:
@@ -330,6 +332,8 @@ def lessons(
     found = _with_stores(settings, lambda s: list_lessons(s, pattern=pattern, sort=sort))
     for lesson in found:
         lesson["updated_at"] = _when(lesson["updated_at"])
+        if lesson["last_recalled"] is not None:
+            lesson["last_recalled"] = _when(lesson["last_recalled"])
     if as_json:
         emit_json({"count": len(found), "lessons": found})
         return
@@ -352,7 +356,7 @@ def lessons(
             Text(lesson["ref"]),
             Text(lesson["name"]),
             "yes" if lesson["enabled"] else "no",
-            "-" if lesson["recall_count"] is None else str(lesson["recall_count"]),
+            str(lesson["recall_count"]),
             lesson["last_recalled"] or "-",
             lesson["updated_at"],
         )

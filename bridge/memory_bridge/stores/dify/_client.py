@@ -288,8 +288,17 @@ class DifyClient:
         )
 
     async def set_metadata(self, dataset_id: str, document_id: str, fields: list[dict[str, Any]]) -> None:
+        await self.set_metadata_many(dataset_id, [(document_id, fields)])
+
+    async def set_metadata_many(
+        self, dataset_id: str, operations: list[tuple[str, list[dict[str, Any]]]]
+    ) -> None:
+        """Merge each document's fields into its set (`partial_update`), in one request."""
         body = {
-            "operation_data": [{"document_id": document_id, "metadata_list": fields, "partial_update": True}]
+            "operation_data": [
+                {"document_id": document_id, "metadata_list": fields, "partial_update": True}
+                for document_id, fields in operations
+            ]
         }
         await self._patiently(
             "POST", f"/datasets/{dataset_id}/documents/metadata", "write metadata", json=body

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -412,6 +413,12 @@ class DurableKnowledgeStore:
         return await self.inner.search(
             slots, query, flt, top_k=top_k, score_threshold=score_threshold, mode=mode
         )
+
+    async def stamp_recalls(
+        self, slot: str, document_ids: Sequence[str], *, now: float, window: float
+    ) -> int:
+        """Not queued: a recall stamp lost to an outage is not worth replaying."""
+        return await self.inner.stamp_recalls(slot, document_ids, now=now, window=window)
 
     async def count(self) -> int:
         return await self.inner.count()

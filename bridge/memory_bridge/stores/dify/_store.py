@@ -23,13 +23,16 @@ import json
 import logging
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 import anyio
 import httpx
 
 from ..._errors import InvalidInput, MetadataPending, NotFound, StoreError
+from .._clock import format_instant
 from .._knowledge import (
     METADATA_FIELDS,
     DocMetadata,
@@ -47,7 +50,8 @@ __all__ = ["DifyKnowledgeStore"]
 
 log = logging.getLogger("memctl.dify")
 
-_OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha")
+_RECALL_FIELDS = ("last_recalled_at", "recall_count")
+_OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha", *_RECALL_FIELDS)
 _SCALAR = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 _WAIT_SECONDS = 30.0
 _SUBSTRING_CANDIDATES = 200
@@ -102,6 +106,16 @@ def _decode(raw: dict[str, Any] | list[Any] | None) -> dict[str, str]:
 def _metadata(values: dict[str, str]) -> DocMetadata:
     tags = tuple(t for t in values.get("tags", "").split(",") if t)
     return DocMetadata(tags=tags, **{name: values.get(name, "") for name in _SCALAR})
+
+
+def _recall(values: dict[str, str]) -> tuple[float | None, int]:
+    """The recall stamps of a document's metadata (absent or unreadable: never recalled)."""
+    try:
+        last = datetime.fromisoformat(values["last_recalled_at"].replace("Z", "+00:00")).timestamp()
+    except (KeyError, ValueError):
+        last = None
+    count = values.get("recall_count", "")
+    return last, int(count) if count.isdigit() else 0
 
 
 def _conditions(flt: KnowledgeFilter) -> dict[str, Any] | None:
@@ -344,6 +358,7 @@ class DifyKnowledgeStore:
         segments = await self.client.segments(dataset.id, str(body["id"]))
         values = _decode(body.get("doc_metadata"))
         created = float(body.get("created_at") or 0)
+        last_recalled_at, recall_count = _recall(values)
         return Document(
             id=str(body["id"]),
             slot=dataset.slot,
@@ -354,6 +369,8 @@ class DifyKnowledgeStore:
             updated_at=float(body.get("updated_at") or created),
             metadata=_metadata(values),
             origin=values.get("memctl_origin", ""),
+            last_recalled_at=last_recalled_at,
+            recall_count=recall_count,
         )
 
     async def get(self, slot: str, document_id: str) -> Document | None:
@@ -396,6 +413,33 @@ class DifyKnowledgeStore:
         except NotFound:
             return False
         return True
+
+    async def stamp_recalls(
+        self, slot: str, document_ids: Sequence[str], *, now: float, window: float
+    ) -> int:
+        """One metadata write for the batch, of the two recall fields only (merged into each
+        document's set); the current count is read from each document first. A dataset
+        without the fields (bound to one memctl did not create) is left alone."""
+        dataset = await self._dataset(slot)
+        fields = self._fields.get(dataset.id) or await self.client.metadata_fields(dataset.id)
+        if any(name not in fields for name in _RECALL_FIELDS):
+            return 0
+        operations = []
+        for document_id in sorted(set(document_ids)):
+            try:
+                body = await self.client.get_document(dataset.id, document_id)
+            except NotFound:
+                continue
+            last, count = _recall(_decode(body.get("doc_metadata")))
+            if last is not None and last > now - window:
+                continue
+            values = {"last_recalled_at": format_instant(now), "recall_count": str(count + 1)}
+            operations.append(
+                (document_id, [{"id": fields[k], "name": k, "value": v} for k, v in values.items()])
+            )
+        if operations:
+            await self.client.set_metadata_many(dataset.id, operations)
+        return len(operations)
 
     # -- search -----------------------------------------------------------------------------
 
@@ -468,6 +512,7 @@ class DifyKnowledgeStore:
         segment = record["segment"]
         document = segment.get("document") or {}
         values = _decode(document.get("doc_metadata"))
+        last_recalled_at, recall_count = _recall(values)
         return SearchHit(
             document_id=str(segment["document_id"]),
             document_name=str(document.get("name") or ""),
@@ -479,6 +524,9 @@ class DifyKnowledgeStore:
             metadata=_metadata(values),
             word_count=int(segment.get("word_count") or 0),
             origin=values.get("memctl_origin", ""),
+            updated_at=float(segment.get("created_at") or 0),  # segments are made anew by each update
+            last_recalled_at=last_recalled_at,
+            recall_count=recall_count,
         )
 
     # -- upkeep -----------------------------------------------------------------------------

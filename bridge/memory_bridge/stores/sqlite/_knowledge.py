@@ -47,7 +47,8 @@ __all__ = ["SqliteKnowledgeStore"]
 
 _DOC_COLUMNS = (
     "d.rowid, d.id, s.name, d.name, d.text, d.enabled, d.created_at, d.updated_at, d.origin, "
-    "d.atom_type, d.project_module, d.language, d.task_type, d.error_pattern, d.scope"
+    "d.atom_type, d.project_module, d.language, d.task_type, d.error_pattern, d.scope, "
+    "d.last_recalled_at, d.recall_count"
 )
 _SCALAR_FILTERS = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 
@@ -83,6 +84,8 @@ def _document(conn: sqlite3.Connection, row: Sequence[Any]) -> Document:
         updated_at=row[7],
         metadata=metadata,
         origin=row[8],
+        last_recalled_at=row[15],
+        recall_count=int(row[16]),
     )
 
 
@@ -335,6 +338,25 @@ class SqliteKnowledgeStore:
         await self._ensure_default_slots()
         return await self._db.write("delete_document", run)
 
+    async def stamp_recalls(
+        self, slot: str, document_ids: Sequence[str], *, now: float, window: float
+    ) -> int:
+        ids = sorted(set(document_ids))
+
+        def run(conn: sqlite3.Connection, _: float) -> int:
+            slot_id = self._slot_id(conn, slot)
+            return conn.execute(
+                "UPDATE documents SET last_recalled_at = ?, recall_count = recall_count + 1"
+                " WHERE slot_id = ? AND id IN (SELECT value FROM json_each(?))"
+                " AND (last_recalled_at IS NULL OR last_recalled_at <= ?)",
+                (now, slot_id, json.dumps(ids), now - window),
+            ).rowcount
+
+        if not ids:
+            return 0
+        await self._ensure_default_slots()
+        return await self._db.write("stamp_recalls", run)
+
     # -- search -----------------------------------------------------------------------------
 
     def _allowed_sql(
@@ -531,6 +553,9 @@ class SqliteKnowledgeStore:
             metadata=doc.metadata,
             word_count=doc.word_count,
             origin=doc.origin,
+            updated_at=doc.updated_at,
+            last_recalled_at=doc.last_recalled_at,
+            recall_count=doc.recall_count,
         )
 
     # -- upkeep -----------------------------------------------------------------------------

@@ -73,6 +73,11 @@ _MIGRATIONS: tuple[str, ...] = (
     INSERT INTO passages_fts (rowid, name, content)
         SELECT p.rowid, d.name, p.content FROM passages AS p JOIN documents AS d ON d.rowid = p.document;
     """,
+    # 3: recall stamps (when a search last returned a document, and how often).
+    """
+    ALTER TABLE documents ADD COLUMN last_recalled_at REAL;
+    ALTER TABLE documents ADD COLUMN recall_count INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 KNOWLEDGE_SCHEMA_VERSION = len(_MIGRATIONS)

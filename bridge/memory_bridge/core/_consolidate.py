@@ -1,0 +1,173 @@
+"""consolidate_memory: what a maintenance run would act on, per slot. Never mutates.
+
+Local Dify MCP Memory's projection (its spec, sections 4.14 and 11.1) on this project's
+documents: each slot has a policy, `refine` (maintained) or `none` (left alone); built-in
+defaults cover the standard slots and any other slot must be declared, else the whole
+projection is refused, as is a policy other than `refine` or `none`. For each refine slot:
+the working set (enabled documents), the disabled count, lessons sharing a lesson key,
+stale documents and archived documents old enough to compress.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._errors import StoreError
+from ..stores._knowledge import Document, KnowledgeStore
+from ._audit import project_documents
+from ._freshness import MONTH_DAYS, STALE_TYPES
+from ._knowledge import resolve_slot
+
+__all__ = ["DEFAULT_POLICIES", "POLICIES", "consolidate_memory"]
+
+POLICIES = ("refine", "none")
+DEFAULT_POLICIES = {
+    "knowledge": "refine",
+    "self_improvement": "refine",
+    "plans": "none",
+    "investigations": "none",
+    "daily": "none",
+}
+_LESSON = "self-improvement-lesson"
+_DAY = 86_400.0
+_SHOWN = 50  # candidates listed per kind and slot (the counts are complete)
+
+
+def _policies(
+    slots: Sequence[str], declared: Mapping[str, str]
+) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """Each slot's policy, and the refusals: a policy that is not refine or none, a slot
+    with neither a declared nor a built-in policy."""
+    merged = {**DEFAULT_POLICIES, **declared}
+    refusals = [
+        {
+            "code": "policy-invalid",
+            "slot": slot,
+            "message": f"consolidate policy {value!r} of slot {slot!r} is not one of {', '.join(POLICIES)}",
+        }
+        for slot, value in sorted(declared.items())
+        if value not in POLICIES
+    ]
+    refusals += [
+        {
+            "code": "policy-undeclared-slot",
+            "slot": slot,
+            "message": f"slot {slot!r} has no consolidate policy: declare it as refine or none "
+            f'(setting consolidate_policies, e.g. MEMCTL_CONSOLIDATE_POLICIES=\'{{"{slot}": "none"}}\')',
+        }
+        for slot in slots
+        if slot not in merged
+    ]
+    return {slot: merged[slot] for slot in slots if slot in merged}, refusals
+
+
+def _lesson_key(doc: Document) -> str | None:
+    meta = doc.metadata
+    parts = [
+        meta.project_module.strip().lower(),
+        meta.task_type.strip().lower(),
+        meta.error_pattern.strip().lower(),
+    ]
+    return "|".join(parts) if meta.atom_type == _LESSON and all(parts) else None
+
+
+def _brief(doc: Document) -> dict[str, Any]:
+    return {"documentId": doc.id, "name": doc.name}
+
+
+def _duplicates(active: list[Document]) -> list[dict[str, Any]]:
+    """One pair per loser: the keeper is the newest (then the smaller id) of its key."""
+    groups: dict[str, list[Document]] = defaultdict(list)
+    for doc in active:
+        key = _lesson_key(doc)
+        if key is not None:
+            groups[key].append(doc)
+    pairs = []
+    for key, members in sorted(groups.items()):
+        members.sort(key=lambda d: (-d.created_at, d.id))
+        keeper = members[0]
+        pairs += [
+            {"lessonKey": key, "keeper": _brief(keeper), "loser": _brief(loser)} for loser in members[1:]
+        ]
+    return pairs
+
+
+def _last_active(doc: Document) -> float:
+    return max(doc.created_at, doc.updated_at, doc.last_recalled_at or 0.0)
+
+
+def _project(
+    docs: list[Document], now: float, stale_after_months: float, archive_age_days: float
+) -> dict[str, Any]:
+    active = [d for d in docs if d.enabled]
+    stale_before = now - stale_after_months * MONTH_DAYS * _DAY
+    stale = [d for d in active if d.metadata.atom_type in STALE_TYPES and _last_active(d) < stale_before]
+    archived = [d for d in docs if not d.enabled and d.updated_at < now - archive_age_days * _DAY]
+    duplicates = _duplicates(active)
+    return {
+        "workingSetSize": len(active),
+        "disabledCount": len(docs) - len(active),
+        "lessonKeyDuplicateCandidates": len(duplicates),
+        "staleCandidates": len(stale),
+        "compressArchivedCandidatesApprox": len(archived),
+        "candidates": {
+            "lessonKeyDuplicates": duplicates[:_SHOWN],
+            "stale": [
+                {**_brief(d), "atomType": d.metadata.atom_type, "recallCount": d.recall_count}
+                for d in sorted(stale, key=_last_active)[:_SHOWN]
+            ],
+            "compressArchived": [_brief(d) for d in sorted(archived, key=lambda d: d.updated_at)[:_SHOWN]],
+        },
+    }
+
+
+async def consolidate_memory(
+    store: KnowledgeStore,
+    *,
+    scope: str,
+    slots: Sequence[str] | None,
+    policies: Mapping[str, str],
+    stale_after_months: float,
+    archive_age_days: float,
+    now: float,
+) -> dict[str, Any]:
+    """The read-only projection for this project's documents (scope `scope`); `slots`
+    narrows the refine slots projected (each must exist)."""
+    existing = [s.name for s in await store.list_slots()]
+    if slots is not None:
+        slots = [await resolve_slot(store, slot) for slot in slots]
+    resolved, refusals = _policies(existing, policies)
+    refine = [
+        slot for slot in existing if resolved.get(slot) == "refine" and (slots is None or slot in slots)
+    ]
+    projected = [] if refusals else refine
+    per_slot: dict[str, Any] = {}
+    errors: list[dict[str, str]] = []
+    for slot in projected:
+        try:
+            docs = await project_documents(store, slot, scope)
+        except StoreError as exc:  # one slot's failure is reported, the others answer
+            errors.append({"slot": slot, "error": str(exc)})
+            continue
+        per_slot[slot] = _project(docs, now, stale_after_months, archive_age_days)
+    note = (
+        "read-only: nothing was changed. "
+        f"Stale: {', '.join(STALE_TYPES)} neither recalled, created nor updated in {stale_after_months:g} "
+        f"month(s); archived: disabled and unchanged for {archive_age_days:g} day(s). "
+        f"At most {_SHOWN} candidates of each kind are listed per slot; the counts are complete."
+    )
+    if refusals:
+        note = "refused: no slot was projected until every slot has a valid policy. " + note
+    return {
+        "ok": not refusals and not errors,
+        "readOnly": True,
+        "policies": resolved,
+        "refine": refine,
+        "refusals": refusals,
+        "slotsProjected": [slot for slot in projected if slot in per_slot],
+        "perSlot": per_slot,
+        "errors": errors,
+        "note": note,
+    }
