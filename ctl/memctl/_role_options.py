@@ -267,6 +267,46 @@ class Docker(RoleOptions):
     }
 
 
+class MemctlInstall(RoleOptions):
+    ROLE = "memctl_install"
+    memctl_install_source: Literal["wheel", "index", "none"] = Field(
+        "wheel",
+        description=(
+            "Where memctl comes from: the wheel built on the control node, a pinned version from the "
+            "machine's package index, or none (memctl is already there, at ansible_python_interpreter)."
+        ),
+    )
+    memctl_install_wheel: str = Field(
+        "{{ memctl_control_wheel | default('') }}",
+        description="The wheel on the control node (memctl up builds it and passes memctl_control_wheel).",
+    )
+    memctl_install_version: str = Field(
+        "", description="With source index: the version to install (e.g. 0.1.0); required there."
+    )
+    memctl_install_dir: Path_ = Field(
+        "/opt/memctl", description="The private virtual environment memctl is installed into."
+    )
+    memctl_install_python: str = Field(
+        "python3", description="The machine's Python (3.11 or later) the environment is made with."
+    )
+    memctl_install_pip_args: list[str] = Field(
+        [], description="Further pip install arguments (e.g. --index-url URL, --proxy URL)."
+    )
+    ENTRY_POINTS = {
+        "main": Entry(
+            "memctl in a private virtual environment on the machine; its Python runs memctl's modules",
+            (
+                "memctl_install_source",
+                "memctl_install_wheel",
+                "memctl_install_version",
+                "memctl_install_dir",
+                "memctl_install_python",
+                "memctl_install_pip_args",
+            ),
+        ),
+    }
+
+
 class Migrations(RoleOptions):
     ROLE = "migrations"
     migrations_workspace: Path_ = Field(description="Absolute path of the project's workspace.")
@@ -337,4 +377,12 @@ class Valkey(RoleOptions):
     }
 
 
-ROLES: tuple[type[RoleOptions], ...] = (Bridge, ClientConfig, Dify, Docker, Migrations, Valkey)
+ROLES: tuple[type[RoleOptions], ...] = (
+    Bridge,
+    ClientConfig,
+    Dify,
+    Docker,
+    MemctlInstall,
+    Migrations,
+    Valkey,
+)

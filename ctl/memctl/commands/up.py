@@ -14,7 +14,7 @@ from .._inventory import Inventory, Project
 from .._output import json_option
 from .._project import project_to_provision
 from .._provision import project_for
-from ._runs import chosen_inventory, run_and_report, target_options
+from ._runs import chosen_inventory, limit_option, run_and_report, target_options
 
 
 @click.command()
@@ -44,6 +44,7 @@ from ._runs import chosen_inventory, run_and_report, target_options
     show_default=True,
     help="Wire the capture hooks (memctl hook <event>) into Claude Code and .agents/.",
 )
+@limit_option
 @json_option
 def up(
     project: Path | None,
@@ -55,6 +56,7 @@ def up(
     clients: tuple[str, ...],
     codex_config: Path | None,
     hooks: bool,
+    limit: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Provision memory for a project, or for every project of an inventory, with Ansible.
@@ -90,4 +92,6 @@ def up(
         codex = str(codex_config.expanduser().absolute()) if codex_config else ""
         chosen = clients or tuple(sorted(ALL_CLIENTS))
         target = project_for(directory, mode=mode, clients=chosen, codex_config=codex, hooks=hooks)
-    run_and_report("memctl up", "site", target, check=check, show_diff=show_diff, as_json=as_json)
+    run_and_report(
+        "memctl up", "site", target, check=check, show_diff=show_diff, as_json=as_json, limit=limit
+    )
