@@ -289,8 +289,18 @@ class MemctlInstall(RoleOptions):
     memctl_install_python: str = Field(
         "python3", description="The machine's Python (3.11 or later) the environment is made with."
     )
+    memctl_install_installer: Literal["uv", "pip"] = Field(
+        "uv",
+        description=(
+            "What installs memctl into the environment: uv (installed there by pip first; reads uv's "
+            "settings, trusts the system's certificates) or pip (reads pip.conf)."
+        ),
+    )
     memctl_install_pip_args: list[str] = Field(
-        [], description="Further pip install arguments (e.g. --index-url URL, --proxy URL)."
+        [], description="Further install arguments for uv pip or pip (e.g. --index-url URL)."
+    )
+    memctl_install_become: bool = Field(
+        False, description="Install as root (become), e.g. into /opt/memctl when ansible_user is not root."
     )
     ENTRY_POINTS = {
         "main": Entry(
@@ -301,7 +311,9 @@ class MemctlInstall(RoleOptions):
                 "memctl_install_version",
                 "memctl_install_dir",
                 "memctl_install_python",
+                "memctl_install_installer",
                 "memctl_install_pip_args",
+                "memctl_install_become",
             ),
         ),
     }

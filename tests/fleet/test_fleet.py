@@ -90,18 +90,16 @@ def test_check_diff_changes_nothing(runs: Runs) -> None:
 
 
 def test_limit_touches_only_that_machine(fleet: Fleet, runs: Runs) -> None:
-    for target in fleet.targets:
-        target.host().check_output("rm /srv/src/alpha/.mcp.json")
     a, b = (t.host() for t in fleet.targets)
+    a.check_output("rm /srv/src/alpha/.mcp.json")
+    b.check_output("mv /srv/src/alpha/.mcp.json /srv/src/alpha/.mcp.json.aside")
     code, report, output = fleet.up("--limit", "fleet-a")
     assert code == 0, output
     assert [p["slug"] for p in report["projects"]] == ["fleet-a-alpha"]
     assert set(recap(Path(report["log"]).read_text())) == {"fleet-a", "fleet-a-alpha"}
     assert a.file("/srv/src/alpha/.mcp.json").exists
     assert not b.file("/srv/src/alpha/.mcp.json").exists
-    code, report, output = fleet.up("--limit", "fleet-b")
-    assert code == 0, output
-    assert b.file("/srv/src/alpha/.mcp.json").exists
+    b.check_output("mv /srv/src/alpha/.mcp.json.aside /srv/src/alpha/.mcp.json")
 
 
 def test_limit_names_an_unknown_machine(fleet: Fleet) -> None:
@@ -109,17 +107,31 @@ def test_limit_names_an_unknown_machine(fleet: Fleet) -> None:
     assert code == 2 and "--limit: fleet-z is not a machine of" in report["message"]
 
 
-def test_an_unreachable_machine_fails_only_its_own_projects(fleet: Fleet, runs: Runs) -> None:
+def test_a_machine_or_project_that_fails_fails_only_its_own_projects(fleet: Fleet, runs: Runs) -> None:
+    """fleet-gone cannot be reached; on fleet-b, a second project's workspace does not exist
+    (checked there): both fail saying why, and the other projects finish."""
     gone = {"ansible_port": free_port(), "memctl_projects": [{"slug": "gone-alpha", "workspace": "/srv/a"}]}
-    inventory = fleet.write_inventory(fleet.root / "with-gone.yml", {"fleet-gone": gone})
-    code, report, output = fleet.up(inventory=inventory)
+    b = fleet.targets[1]
+    projects = [
+        {"slug": "fleet-b-alpha", "workspace": "/srv/src/alpha", "clients": ["claude"]},
+        {"slug": "fleet-b-missing", "workspace": "/srv/src/missing"},
+    ]
+    extra = {"fleet-gone": gone, b.name: {"ansible_port": b.port, "memctl_projects": projects}}
+    code, report, output = fleet.up(inventory=fleet.write_inventory(fleet.root / "failing.yml", extra))
     assert code == 6, output
     message = report["message"]
-    assert message.startswith("1 of 3 projects failed:\n  gone-alpha: fleet-gone unreachable at "), message
+    assert message.startswith("2 of 4 projects failed:\n"), message
+    assert "\n  gone-alpha: fleet-gone unreachable at memctl_install : Find the machine's Python" in message
+    assert (
+        "\n  fleet-b-missing: failed at bridge : Refuse a workspace that is not an existing directory: "
+        in message
+    )
+    assert "workspace /srv/src/missing is not an existing directory on its machine" in message
     assert "\nfinished: fleet-a-alpha, fleet-b-alpha\nfull log: " in message
     hosts = recap(log_of(message))
     for name in ("fleet-a", "fleet-a-alpha", "fleet-b", "fleet-b-alpha"):
         assert hosts[name][1:] == (0, 0, 0), f"{name} changed or failed: {hosts[name]}"
+    assert not b.host().file("/srv/src/missing").exists
 
 
 def test_a_machine_without_python_3_11_is_refused_saying_so(fleet: Fleet, tmp_path: Path) -> None:
