@@ -26,6 +26,9 @@ __all__ = ["PlaybookRun", "projects_file", "run_playbook", "state_dir"]
 
 Event = dict[str, Any]
 
+_EXPANDED_GROUPS = ("memctl_projects", "memctl_stack_projects", "memctl_stack_machines")
+"""The groups expand.yml puts the limited machines' projects (and stack machines) in."""
+
 
 @dataclass
 class PlaybookRun:
@@ -63,7 +66,7 @@ def _ansible_playbook() -> str:
     return found
 
 
-def _environment(root: Path, events_fd: int) -> dict[str, str]:
+def _environment(root: Path, events_fd: int, *, limited: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         ANSIBLE_CONFIG=str(root / "ansible.cfg"),
@@ -79,6 +82,8 @@ def _environment(root: Path, events_fd: int) -> dict[str, str]:
         MEMCTL_EVENTS_FD=str(events_fd),
     )
     env.setdefault("ANSIBLE_FORKS", "10")
+    if limited:  # memctl checked the machine names; the expanded groups are empty at first
+        env["ANSIBLE_HOST_PATTERN_MISMATCH"] = "ignore"
     return env
 
 
@@ -91,12 +96,14 @@ def run_playbook(
     extra_vars: dict[str, Any] | None = None,
     on_event: Callable[[Event], None] | None = None,
     workspaces: Sequence[str] = (),
+    limit: Sequence[str] = (),
 ) -> PlaybookRun:
     """Run `playbooks/<name>.yml` against the inventory; raises `PlaybookFailed` if a task failed.
 
     The run's log goes to the state directory's `runs/`, beside a `.projects.json` naming
     the `workspaces` it is about (so `memctl logs` finds a project's runs by its directory,
-    not by a name another project may share)."""
+    not by a name another project may share). `limit` keeps the run to those machines of the
+    inventory (and the project hosts their projects become)."""
     root = content_root()
     logs = state_dir() / "runs"
     private_dir(logs)
@@ -109,6 +116,9 @@ def run_playbook(
         command.append("--diff")
     if extra_vars:
         command += ["--extra-vars", json.dumps(extra_vars)]
+    if limit:
+        # The groups the expand play fills do not exist yet when Ansible reads the limit.
+        command += ["--limit", ",".join([*limit, *_EXPANDED_GROUPS])]
     read_end, write_end = os.pipe()
     with private_file(run.log).open("w", encoding="utf-8") as log:
         try:
@@ -117,7 +127,7 @@ def run_playbook(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=_environment(root, write_end),
+                env=_environment(root, write_end, limited=bool(limit)),
                 pass_fds=(write_end,),
             )
         finally:

@@ -5,15 +5,22 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from memory_bridge import ConfigError
+
+from ._errors import PlaybookFailed
 from ._inventory import Inventory, Project, load_inventory, one_project_inventory
 from ._playbook import Event, PlaybookRun, run_playbook
+from ._wheel import control_wheel
 
 __all__ = [
     "changes",
     "container_changes",
+    "failed_projects",
+    "limited",
     "project_for",
     "provision",
     "slug_for",
@@ -42,21 +49,83 @@ def provision(
     diff: bool,
     extra_vars: dict[str, Any] | None = None,
     on_event: Callable[[Event], None] | None = None,
+    limit: tuple[str, ...] = (),
 ) -> tuple[Inventory, PlaybookRun]:
-    """Run a playbook over an inventory (or over one project on this machine)."""
+    """Run a playbook over an inventory (or over one project on this machine).
+
+    Machines reached over SSH get this memctl's wheel (site and upgrade install it there);
+    `limit` keeps the run to those machines. When a machine fails, `PlaybookFailed` says which
+    projects failed and why, and which finished."""
     options: dict[str, Any] = {
         "check": check,
         "diff": diff,
-        "extra_vars": extra_vars or {},
+        "extra_vars": dict(extra_vars or {}),
         "on_event": on_event,
     }
     if isinstance(inventory, Inventory):
+        inventory = limited(inventory, limit)
+        if playbook in _INSTALLING and not all(machine.local for machine in inventory.machines):
+            options["extra_vars"]["memctl_control_wheel"] = str(control_wheel())
         workspaces = [_identity(p.workspace) for m, p in inventory.projects if m.local]
-        return inventory, run_playbook(playbook, inventory.path, workspaces=workspaces, **options)
+        try:
+            run = run_playbook(playbook, inventory.path, workspaces=workspaces, limit=limit, **options)
+        except PlaybookFailed as failed:
+            raise PlaybookFailed(_per_project(inventory, failed), failed.run) from failed
+        return inventory, run
     with tempfile.TemporaryDirectory(prefix="memctl-") as scratch:
         loaded = load_inventory(one_project_inventory(inventory, Path(scratch)))
         run = run_playbook(playbook, loaded.path, workspaces=[_identity(inventory.workspace)], **options)
     return loaded, run
+
+
+_INSTALLING = frozenset({"site", "upgrade"})
+"""The playbooks that install memctl on the machines reached over SSH (memctl_install)."""
+
+
+def limited(inventory: Inventory, limit: tuple[str, ...]) -> Inventory:
+    """The inventory with only the named machines; `ConfigError` naming one it does not have."""
+    if not limit:
+        return inventory
+    names = {machine.name for machine in inventory.machines}
+    unknown = [name for name in limit if name not in names]
+    if unknown:
+        raise ConfigError(
+            f"--limit: {', '.join(unknown)} is not a machine of {inventory.path} "
+            f"(its machines: {', '.join(sorted(names))})"
+        )
+    return replace(inventory, machines=tuple(m for m in inventory.machines if m.name in limit))
+
+
+def failed_projects(inventory: Inventory, run: PlaybookRun) -> dict[str, str]:
+    """Each project that failed, and why: its own task's failure, else its machine's (a machine
+    that was unreachable or failed to install memctl fails all its projects, and only them)."""
+    first: dict[str, str] = {}
+    for result in run.failures:
+        detail = result.get("msg") or result.get("stderr") or result["status"]
+        first.setdefault(result["host"], f"{result['status']} at {result['task']}: {detail}")
+    failed: dict[str, str] = {}
+    for machine, project in inventory.projects:
+        if project.slug in first:
+            failed[project.slug] = first[project.slug]
+        elif machine.name in first:
+            failed[project.slug] = f"{machine.name} {first[machine.name]}"
+    return failed
+
+
+def _per_project(inventory: Inventory, failed: PlaybookFailed) -> str:
+    """Which projects failed and why, which finished, and which the run never reached."""
+    which = failed_projects(inventory, failed.run)
+    if not which:
+        return str(failed)
+    rest = [p.slug for _, p in inventory.projects if p.slug not in which]
+    finished = [slug for slug in rest if slug in failed.run.recap]
+    lines = [f"{len(which)} of {len(inventory.projects)} projects failed:"]
+    lines += [f"  {slug}: {reason}" for slug, reason in which.items()]
+    lines.append(f"finished: {', '.join(finished) or 'none'}")
+    if len(finished) < len(rest):
+        lines.append(f"not run: {', '.join(slug for slug in rest if slug not in finished)}")
+    lines.append(f"full log: {failed.run.log}")
+    return "\n".join(lines)
 
 
 def _identity(workspace: str) -> str:

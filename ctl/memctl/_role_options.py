@@ -267,6 +267,58 @@ class Docker(RoleOptions):
     }
 
 
+class MemctlInstall(RoleOptions):
+    ROLE = "memctl_install"
+    memctl_install_source: Literal["wheel", "index", "none"] = Field(
+        "wheel",
+        description=(
+            "Where memctl comes from: the wheel built on the control node, a pinned version from the "
+            "machine's package index, or none (memctl is already there, at ansible_python_interpreter)."
+        ),
+    )
+    memctl_install_wheel: str = Field(
+        "{{ memctl_control_wheel | default('') }}",
+        description="The wheel on the control node (memctl up builds it and passes memctl_control_wheel).",
+    )
+    memctl_install_version: str = Field(
+        "", description="With source index: the version to install (e.g. 0.1.0); required there."
+    )
+    memctl_install_dir: Path_ = Field(
+        "/opt/memctl", description="The private virtual environment memctl is installed into."
+    )
+    memctl_install_python: str = Field(
+        "python3", description="The machine's Python (3.11 or later) the environment is made with."
+    )
+    memctl_install_installer: Literal["uv", "pip"] = Field(
+        "uv",
+        description=(
+            "What installs memctl into the environment: uv (installed there by pip first; reads uv's "
+            "settings, trusts the system's certificates) or pip (reads pip.conf)."
+        ),
+    )
+    memctl_install_pip_args: list[str] = Field(
+        [], description="Further install arguments for uv pip or pip (e.g. --index-url URL)."
+    )
+    memctl_install_become: bool = Field(
+        False, description="Install as root (become), e.g. into /opt/memctl when ansible_user is not root."
+    )
+    ENTRY_POINTS = {
+        "main": Entry(
+            "memctl in a private virtual environment on the machine; its Python runs memctl's modules",
+            (
+                "memctl_install_source",
+                "memctl_install_wheel",
+                "memctl_install_version",
+                "memctl_install_dir",
+                "memctl_install_python",
+                "memctl_install_installer",
+                "memctl_install_pip_args",
+                "memctl_install_become",
+            ),
+        ),
+    }
+
+
 class Migrations(RoleOptions):
     ROLE = "migrations"
     migrations_workspace: Path_ = Field(description="Absolute path of the project's workspace.")
@@ -376,4 +428,13 @@ class Valkey(RoleOptions):
     }
 
 
-ROLES: tuple[type[RoleOptions], ...] = (Bridge, ClientConfig, Dify, Docker, Migrations, Schedule, Valkey)
+ROLES: tuple[type[RoleOptions], ...] = (
+    Bridge,
+    ClientConfig,
+    Dify,
+    Docker,
+    MemctlInstall,
+    Migrations,
+    Schedule,
+    Valkey,
+)

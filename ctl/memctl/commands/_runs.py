@@ -48,6 +48,14 @@ def target_options(function: F) -> F:
     return function
 
 
+limit_option = click.option(
+    "--limit",
+    multiple=True,
+    metavar="MACHINE",
+    help="With --inventory: only this machine and its projects (repeatable).",
+)
+
+
 def chosen_inventory(project: Path | None, inventory: Path | None, every: bool) -> Inventory | None:
     """The inventory named by --inventory or --all; None when the run is about one directory."""
     if sum(bool(x) for x in (project, inventory, every)) > 1:
@@ -110,8 +118,11 @@ def run_and_report(
     show_diff: bool,
     as_json: bool,
     extra_vars: dict[str, Any] | None = None,
+    limit: tuple[str, ...] = (),
 ) -> None:
     """Run the playbook over the target and print the per-project summary (or JSON)."""
+    if limit and not isinstance(target, Inventory):
+        raise click.UsageError("--limit needs --inventory (or --all)")
     with Progress(enabled=not as_json and console.is_terminal) as progress:
         loaded, run = provision(
             target,
@@ -120,6 +131,7 @@ def run_and_report(
             diff=show_diff,
             extra_vars=extra_vars,
             on_event=progress,
+            limit=limit,
         )
     projects = summarise(loaded, run)
     if not show_diff:

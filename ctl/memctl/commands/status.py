@@ -17,11 +17,13 @@ from memory_bridge.stores import EntryStore, KnowledgeStore, open_stores
 from memory_bridge.stores.dify import DurableKnowledgeStore
 
 from .._containers import bridge_container
+from .._errors import PlaybookFailed
 from .._inventory import Inventory, Project
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import current_project, provisioned_settings
 from .._proof import prove
+from .._provision import failed_projects, limited, provision
 from .._stores import embedded_states
 from .._user_files import files_of
 from ..capture._compile import load_state
@@ -122,22 +124,40 @@ def project_status(project: Project) -> dict[str, Any]:
     return report
 
 
+def _remote_status(inventory: Inventory) -> dict[str, dict[str, Any]]:
+    """Each project on the machines reached over SSH, reported there (playbooks/status.yml);
+    a machine that cannot be reached gives each of its projects an error saying why."""
+    remote = tuple(machine.name for machine in inventory.machines if not machine.local)
+    if not remote:
+        return {}
+    try:
+        _, run = provision(inventory, playbook="status", check=False, diff=False, limit=remote)
+    except PlaybookFailed as failed:
+        run = failed.run
+    reports = {
+        r["host"]: r["report"]["status"] for r in run.results if r["status"] == "ok" and r.get("report")
+    }
+    for slug, reason in failed_projects(limited(inventory, remote), run).items():
+        reports.setdefault(slug, {"ok": False, "error": reason})
+    return reports
+
+
 def inventory_status(inventory: Inventory) -> dict[str, Any]:
-    """Every project of the inventory; those on other machines are listed, not probed."""
+    """Every project of the inventory: those of this machine probed here, those of machines
+    reached over SSH probed there."""
+    remote = _remote_status(inventory)
     projects = []
     for machine, project in inventory.projects:
         if not machine.local:
-            note = f"on {machine.name}: run memctl status there"
-            where = {"slug": project.slug, "machine": machine.name, "mode": project.mode}
-            projects.append({**where, "note": note})
+            report = remote.get(project.slug, {"ok": False, "error": "not reported"})
+            projects.append({"machine": machine.name, "slug": project.slug, "mode": project.mode, **report})
             continue
         try:
             report = project_status(project)
         except (ConfigError, StoreError) as exc:  # this project's; the others are still shown
             report = {"slug": project.slug, "mode": project.mode, "ok": False, "error": str(exc)}
         projects.append({"machine": machine.name, **report})
-    checked = [p["ok"] for p in projects if "ok" in p]
-    return {"ok": all(checked), "inventory": str(inventory.path), "projects": projects}
+    return {"ok": all(p["ok"] for p in projects), "inventory": str(inventory.path), "projects": projects}
 
 
 def _health(ok: bool, error: str | None = None) -> str:
@@ -146,12 +166,9 @@ def _health(ok: bool, error: str | None = None) -> str:
 
 def _print_project(report: dict[str, Any]) -> None:
     title = f"{report.get('slug') or report['project']}"
-    if "note" in report or "error" in report:
-        console.print(
-            f"[bold]{escape(title)}[/]: "
-            + escape(report.get("note") or "")
-            + (f"[red]{escape(report['error'])}[/]" if "error" in report else "")
-        )
+    if "error" in report:
+        where = f" on {report['machine']}" if report.get("machine") else ""
+        console.print(f"[bold]{escape(title)}[/]{escape(where)}: [red]{escape(report['error'])}[/]")
         return
     table = Table(title=f"{title} ({report['mode']}, scope {report['scope']})", title_justify="left")
     for column in ("component", "health", "detail"):
@@ -220,8 +237,9 @@ def status(project: Path | None, inventory: Path | None, every: bool, as_json: b
     maintenance job (last success, last failure, open escalations: see `memctl maintain`),
     the versions (memctl, the embedded stores' schema versions) and, for a stack project,
     its bridge container's health and the bridge image, Valkey image and Dify release it
-    runs with (from Docker). Projects of an inventory that live on other machines are
-    listed, not probed. Nothing is changed.
+    runs with (from Docker). Projects of an inventory that live on machines reached over
+    SSH are probed there, by the memctl installed on them (memctl up installs it); one that
+    cannot be reached is reported with the reason. Nothing is changed.
 
     Exit code 0 when every store answers, no queued write is dead-lettered and every
     bridge container is healthy; 5 otherwise.

@@ -15,7 +15,7 @@ from .._output import json_option
 from .._project import project_to_provision
 from .._provision import project_for
 from .._record import recorded_project
-from ._runs import chosen_inventory, run_and_report, target_options
+from ._runs import chosen_inventory, limit_option, run_and_report, target_options
 
 
 @click.command()
@@ -51,6 +51,7 @@ from ._runs import chosen_inventory, run_and_report, target_options
     help="Install the project's maintenance timer (memctl maintain --if-due), daily or hourly, or "
     "remove it (off); default: keep what the last up installed. In an inventory: each project's schedule.",
 )
+@limit_option
 @json_option
 def up(
     project: Path | None,
@@ -63,6 +64,7 @@ def up(
     codex_config: Path | None,
     hooks: bool,
     schedule: str | None,
+    limit: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Provision memory for a project, or for every project of an inventory, with Ansible.
@@ -110,4 +112,6 @@ def up(
         target = project_for(
             directory, mode=mode, clients=chosen, codex_config=codex, hooks=hooks, schedule=schedule
         )
-    run_and_report("memctl up", "site", target, check=check, show_diff=show_diff, as_json=as_json)
+    run_and_report(
+        "memctl up", "site", target, check=check, show_diff=show_diff, as_json=as_json, limit=limit
+    )

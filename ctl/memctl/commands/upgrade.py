@@ -9,11 +9,12 @@ import click
 from .._inventory import Inventory, Project
 from .._output import json_option
 from .._project import current_project
-from ._runs import chosen_inventory, registered_project, run_and_report, target_options
+from ._runs import chosen_inventory, limit_option, registered_project, run_and_report, target_options
 
 
 @click.command()
 @target_options
+@limit_option
 @json_option
 def upgrade(
     project: Path | None,
@@ -21,6 +22,7 @@ def upgrade(
     every: bool,
     check: bool,
     show_diff: bool,
+    limit: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Upgrade a project, or every project of an inventory, to the versions it pins.
@@ -50,4 +52,6 @@ def upgrade(
     target: Inventory | Project | None = chosen_inventory(project, inventory, every)
     if target is None:
         target = registered_project(current_project(project))
-    run_and_report("memctl upgrade", "upgrade", target, check=check, show_diff=show_diff, as_json=as_json)
+    run_and_report(
+        "memctl upgrade", "upgrade", target, check=check, show_diff=show_diff, as_json=as_json, limit=limit
+    )

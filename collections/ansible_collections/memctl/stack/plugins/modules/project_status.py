@@ -1,0 +1,63 @@
+"""Ansible module: report one project's memory on its machine, as `memctl status` does there."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: project_status
+short_description: Report a project's stores, clients and bridge, changing nothing
+description:
+  - Reports what C(memctl status) does for one project, on the machine it lives on, namely each
+    store's health and size, writes waiting for Dify, the capture pipeline, the versions, each
+    client config proven by starting its server and, for a stack project, its bridge container.
+  - A project that is not healthy is reported (C(status.ok) false), not failed; so is one whose
+    settings or stores cannot be opened (C(status.error)). Never changes anything.
+options:
+  project:
+    description: The project as the inventory describes it (slug, workspace, mode, ...).
+    type: dict
+    required: true
+author: memctl
+"""
+
+EXAMPLES = r"""
+- name: Report the project
+  memctl.stack.project_status:
+    project: {slug: app, workspace: /srv/src/app, mode: embedded}
+"""
+
+RETURN = r"""
+status:
+  description: The project's report, as C(memctl status --json) prints it.
+  returned: always
+  type: dict
+"""
+
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_memctl
+
+
+def report(module: Any, project: dict[str, Any]) -> dict[str, Any]:
+    """The project's status on this machine; an error opening it becomes part of the report."""
+    memory_bridge = import_memctl(module, "memory_bridge")
+    inventory = import_memctl(module, "memctl._inventory")
+    status = import_memctl(module, "memctl.commands.status")
+    parsed = inventory.Project.model_validate(project)
+    try:
+        result: dict[str, Any] = status.project_status(parsed)
+    except (memory_bridge.ConfigError, memory_bridge.StoreError) as exc:
+        return {"slug": parsed.slug, "mode": parsed.mode, "ok": False, "error": str(exc)}
+    return result
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={"project": {"type": "dict", "required": True}}, supports_check_mode=True
+    )
+    module.exit_json(changed=False, status=report(module, module.params["project"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Machines memctl reaches over SSH: containers of the ssh-target image (Debian bookworm from
+the debootstrap base, sshd and python3, no memctl), each with its own file system, reached by
+key on a loopback port, as a team's build hosts are. Skipped, saying why, without Docker or an
+ssh client; required in CI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import testinfra
+import yaml
+
+from ..bridges import free_port
+from ..stack.conftest import base_image, docker_engine
+
+__all__ = ["Fleet", "Target", "base_image", "docker_engine"]
+
+HERE = Path(__file__).resolve().parent
+SSH_IMAGE = "memctl-test-ssh:bookworm"
+RUN = f"{os.getpid()}"
+SSH_OPTIONS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+INDEX_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def _run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+def _missing(what: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{what}; scripts/test installs it in CI")
+    print(f"fleet tests skipped: {what}", file=sys.stderr)
+    pytest.skip(what)
+
+
+@pytest.fixture(scope="session")
+def ssh_image(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The target image, built once (its layers stay cached for the next run)."""
+    if shutil.which("ssh") is None:
+        _missing("no ssh client (apt-get install openssh-client)")
+    context = tmp_path_factory.mktemp("ssh-target")
+    shutil.copy(HERE / "ssh-target" / "Dockerfile", context)
+    (context / "index-ca.pem").write_bytes(INDEX_CA.read_bytes() if INDEX_CA.is_file() else b"")
+    result = _run(
+        "docker", "build", "--quiet", "--network", "host", "--build-arg", f"BASE_IMAGE={base_image}",
+        "-t", SSH_IMAGE, str(context),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return SSH_IMAGE
+
+
+@dataclass(frozen=True)
+class Target:
+    """One machine: its inventory name, container and loopback SSH port."""
+
+    name: str
+    container: str
+    port: int
+    key: Path
+
+    def host(self) -> Any:
+        """A testinfra host over SSH, as an operator's checks reach it."""
+        return testinfra.get_host(
+            f"ssh://root@127.0.0.1:{self.port}", ssh_identity_file=str(self.key), ssh_extra_args=SSH_OPTIONS
+        )
+
+
+def _wait_for_ssh(target: Target) -> None:
+    command = ["ssh", *SSH_OPTIONS.split(), "-o", "BatchMode=yes", "-i", str(target.key)]
+    command += ["-p", str(target.port), "root@127.0.0.1", "true"]
+    deadline = time.monotonic() + 30
+    while subprocess.run(command, capture_output=True, check=False).returncode != 0:
+        assert time.monotonic() < deadline, f"sshd of {target.container} did not answer"
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="session")
+def targets(ssh_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Target]]:
+    """Two SSH machines, fleet-a and fleet-b, started for the session."""
+    keys = tmp_path_factory.mktemp("ssh-key")
+    key = keys / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    (keys / "authorized_keys").write_bytes(key.with_suffix(".pub").read_bytes())
+    started = [Target(f"fleet-{n}", f"memctl-test-fleet-{RUN}-{n}", free_port(), key) for n in "ab"]
+    try:
+        for target in started:
+            result = _run(
+                "docker", "run", "--detach", "--name", target.container, "--hostname", target.name,
+                "--publish", f"127.0.0.1:{target.port}:22",
+                "--volume", f"{keys / 'authorized_keys'}:/root/.ssh/authorized_keys:ro",
+                ssh_image,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr
+        for target in started:
+            _wait_for_ssh(target)
+        yield started
+    finally:
+        for target in started:
+            _run("docker", "rm", "--force", target.container)
+
+
+@dataclass
+class Fleet:
+    """A control node's memctl state and the inventory of the targets."""
+
+    root: Path
+    targets: list[Target]
+
+    @property
+    def inventory(self) -> Path:
+        return self.root / "hosts.yml"
+
+    def write_inventory(self, path: Path, extra: dict[str, dict[str, Any]] | None = None) -> Path:
+        """The targets, one embedded project each (both at /srv/src/alpha, on its own machine),
+        plus `extra` machines."""
+        hosts: dict[str, Any] = {
+            t.name: {
+                "ansible_port": t.port,
+                "memctl_projects": [
+                    {"slug": f"{t.name}-alpha", "workspace": "/srv/src/alpha", "clients": ["claude"]}
+                ],
+            }
+            for t in self.targets
+        }
+        hosts.update(extra or {})
+        machine_vars = {
+            "ansible_host": "127.0.0.1",
+            "ansible_user": "root",
+            "ansible_ssh_private_key_file": str(self.targets[0].key),
+            "ansible_ssh_common_args": SSH_OPTIONS,
+        }
+        path.write_text(yaml.safe_dump({"all": {"vars": machine_vars, "hosts": hosts}}))
+        return path
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
+        env.update(MEMCTL_STATE_DIR=str(self.root / "state"))
+        return env
+
+    def memctl(self, *args: str, timeout: float = 900) -> tuple[int, dict[str, Any], str]:
+        """`memctl ARGS --json` on the control node: exit code, JSON report, the output."""
+        result = subprocess.run(
+            [sys.executable, "-m", "memctl", *args, "--json"],
+            cwd=self.root,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        try:
+            report = json.loads(result.stdout)
+        except ValueError:
+            report = {}
+        return result.returncode, report, result.stdout + result.stderr
+
+    def up(self, *args: str, inventory: Path | None = None) -> tuple[int, dict[str, Any], str]:
+        return self.memctl("up", "--inventory", str(inventory or self.inventory), *args)
+
+
+@pytest.fixture(scope="session")
+def fleet(targets: list[Target], tmp_path_factory: pytest.TempPathFactory) -> Fleet:
+    fleet = Fleet(tmp_path_factory.mktemp("fleet"), targets)
+    fleet.write_inventory(fleet.inventory)
+    return fleet

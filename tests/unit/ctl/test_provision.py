@@ -1,0 +1,53 @@
+"""Which projects of a fleet failed, and why: a machine's failure is its projects' (issue 17)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memctl._inventory import Inventory, Machine, Project
+from memctl._playbook import PlaybookRun
+from memctl._provision import failed_projects, limited
+from memctl.cli import cli
+from memory_bridge import ConfigError
+
+
+def _inventory() -> Inventory:
+    def machine(name: str, *slugs: str) -> Machine:
+        return Machine(name, False, tuple(Project(slug=s, workspace=f"/srv/{s}") for s in slugs))
+
+    return Inventory(Path("hosts.yml"), (machine("a", "a1", "a2"), machine("b", "b1"), machine("c", "c1")))
+
+
+def _failure(host: str, status: str, task: str, msg: str) -> dict[str, object]:
+    return {"host": host, "task": task, "status": status, "msg": msg, "changed": False}
+
+
+def test_a_machine_that_fails_fails_each_of_its_projects_and_no_other() -> None:
+    run = PlaybookRun("site", Path("run.log"))
+    run.results = [
+        _failure("a", "unreachable", "Find the machine's Python", "ssh: connection refused"),
+        _failure("c1", "failed", "Migrate the stores", "disk full"),
+        {"host": "b1", "task": "Migrate the stores", "status": "ok", "changed": False},
+    ]
+    assert failed_projects(_inventory(), run) == {
+        "a1": "a unreachable at Find the machine's Python: ssh: connection refused",
+        "a2": "a unreachable at Find the machine's Python: ssh: connection refused",
+        "c1": "failed at Migrate the stores: disk full",
+    }
+
+
+def test_limit_keeps_the_named_machines_and_refuses_an_unknown_one() -> None:
+    assert [m.name for m in limited(_inventory(), ("b", "c")).machines] == ["b", "c"]
+    assert limited(_inventory(), ()) == _inventory()
+    with pytest.raises(
+        ConfigError, match=r"--limit: z is not a machine of hosts.yml \(its machines: a, b, c\)"
+    ):
+        limited(_inventory(), ("b", "z"))
+
+
+def test_limit_needs_an_inventory(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["up", "--project", str(tmp_path), "--limit", "a", "--json"])
+    assert result.exit_code == 2 and "--limit needs --inventory" in result.output
