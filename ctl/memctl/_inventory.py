@@ -48,6 +48,7 @@ class Project(BaseModel):
     entry_store: str | None = None
     knowledge_store: str | None = None
     bridge_port: Annotated[int, Field(ge=1024, le=65535)] | None = None
+    bridge_workers: Annotated[int, Field(ge=1, le=64)] = 1
 
     @field_validator("workspace")
     @classmethod
