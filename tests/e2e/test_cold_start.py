@@ -25,8 +25,16 @@ from memctl.cli import cli
 cli(prog_name="memctl")
 """
 
-DEFERRED = ("numpy", "onnxruntime", "tokenizers", "httpx", "valkey", "memory_bridge._http")
-"""Loaded by the model, the Dify store, the Valkey store or the HTTP transport, when used."""
+DEFERRED = (
+    "numpy",
+    "onnxruntime",
+    "tokenizers",
+    "httpx",
+    "valkey",
+    "prometheus_client",
+    "memory_bridge._http",
+)
+"""Loaded by the model, the Dify store, the Valkey store, the metrics or the HTTP transport, when used."""
 
 
 async def test_tools_list_loads_no_model_http_client_or_valkey(tmp_path: Path) -> None:
