@@ -167,9 +167,9 @@ def main() -> int:
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="memctl-bench-workers-") as tmp:
-        for count in (int(w) for w in args.workers.split(",")):
+        for run, count in enumerate(int(w) for w in args.workers.split(",")):
             print(f"{count} worker(s)", file=sys.stderr)
-            rows.append(anyio.run(measure, count, args.fill, args.sessions, args.calls, Path(tmp)))
+            rows.append(anyio.run(measure, count, args.fill, args.sessions, args.calls, Path(tmp) / str(run)))
     print(report(rows, args.sessions))
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "commit": git_commit(REPO)}, indent=2) + "\n")
