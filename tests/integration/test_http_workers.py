@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from memctl.cli import cli
 
 from ..bridges import HttpBridge, bridge_env, free_port, http_bridge
+from ..servers import run_server, valkey_server_binary
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -31,9 +32,18 @@ def payload(result: Any) -> dict[str, Any]:
     return dict(json.loads(result.content[0].text))
 
 
-@pytest.fixture(scope="module")
-def bridge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpBridge]:
-    with http_bridge(tmp_path_factory.mktemp("workers"), "--workers", "2") as running:
+@pytest.fixture(scope="module", params=["sqlite", "valkey"])
+def bridge(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpBridge]:
+    """Two workers on the project's embedded store, or on a valkey-server of their own."""
+    project = tmp_path_factory.mktemp("workers")
+    if request.param == "sqlite":
+        with http_bridge(project, "--workers", "2") as running:
+            yield running
+        return
+    with (
+        run_server(valkey_server_binary()) as server,
+        http_bridge(project, "--workers", "2", "--entry-store", server.url) as running,
+    ):
         yield running
 
 
