@@ -8,6 +8,7 @@ Python; the runs alternate between the two so load on the machine hits both alik
 
     uv run --frozen python bench/startup.py              # 15 runs each
     uv run --frozen python bench/startup.py --runs 31 --json startup.json
+    uv run --frozen python bench/startup.py --baseline /tmp/main   # also memctl from that tree
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ def summary(samples: list[float]) -> dict[str, float]:
     }
 
 
-async def measure(runs: int) -> dict[str, object]:
+async def measure(runs: int, baseline: Path | None) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
+    envs = {"memctl": env, "floor": env}
     with tempfile.TemporaryDirectory(prefix="memctl-bench-startup-") as tmp:
         root = Path(tmp)
         project = root / "project"
@@ -83,13 +85,16 @@ async def measure(runs: int) -> dict[str, object]:
             "memctl": memctl_command(project),
             "floor": [sys.executable, str(floor)],
         }
+        if baseline is not None:  # the same console script, importing memctl from that tree
+            servers["baseline"] = servers["memctl"]
+            envs["baseline"] = {**env, "PYTHONPATH": f"{baseline / 'bridge'}:{baseline / 'ctl'}"}
         samples: dict[str, list[float]] = {name: [] for name in servers}
         tools: dict[str, int] = {}
-        for argv in servers.values():  # warm-up: bytecode caches, the project's stores
-            await cold_start(argv, project, env)
+        for name, argv in servers.items():  # warm-up: bytecode caches, the project's stores
+            await cold_start(argv, project, envs[name])
         for run in range(runs):
             for name, argv in servers.items() if run % 2 == 0 else reversed(servers.items()):
-                elapsed, tools[name] = await cold_start(argv, project, env)
+                elapsed, tools[name] = await cold_start(argv, project, envs[name])
                 samples[name].append(elapsed)
             print(f"run {run + 1}/{runs}", file=sys.stderr)
     results = {
@@ -117,7 +122,14 @@ def report(result: dict[str, object]) -> str:
         "| server | tools | median | min | max |",
         "|---|---|---|---|---|",
     ]
-    for name, label in (("memctl", "memctl serve"), ("floor", "minimal MCP SDK server (floor)")):
+    labels = {
+        "memctl": "memctl serve",
+        "baseline": "memctl serve, --baseline tree",
+        "floor": "minimal MCP SDK server (floor)",
+    }
+    for name, label in labels.items():
+        if name not in servers:
+            continue
         row = servers[name]
         lines.append(
             f"| {label} | {row['tools']} | {row['median_s'] * 1000:.0f} ms | "
@@ -132,9 +144,14 @@ def report(result: dict[str, object]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15, help="timed starts of each server (default 15)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="also time memctl from another source tree (e.g. `git archive main | tar -x -C DIR`)",
+    )
     parser.add_argument("--json", type=Path, help="also write every number to this file")
     args = parser.parse_args()
-    result = anyio.run(measure, args.runs)
+    result = anyio.run(measure, args.runs, args.baseline)
     print(report(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
