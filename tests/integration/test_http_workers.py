@@ -143,3 +143,9 @@ def test_a_store_that_cannot_open_fails_start_up_before_any_worker(tmp_path: Pat
     assert done.returncode != 0
     assert "entry store scheme 'nosuch' is not supported" in done.stderr
     assert "worker" not in done.stderr
+
+
+def test_workers_without_http_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["serve", "--project", str(tmp_path), "--workers", "2"])
+    assert result.exit_code == 2, result.output
+    assert "--workers needs --http: on stdio one process serves its one client" in result.output

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import load_settings, run_bridge
+from memory_bridge import ConfigError, load_settings, run_bridge
 
 from .._options import project_option
 from .._project import provisioned_settings
@@ -73,6 +73,8 @@ def serve(
       memctl serve --project ~/src/app --http --workers 2
       memctl serve --knowledge-store dify+http://127.0.0.1/v1
     """
+    if workers is not None and not use_http:
+        raise ConfigError("--workers needs --http: on stdio one process serves its one client")
     try:
         options = {
             "host": host,
