@@ -10,6 +10,7 @@ compete with the measured calls.
 
     uv run --frozen python bench/workers.py                      # workers 1 and 2
     uv run --frozen python bench/workers.py --workers 1,2,4 --calls 4000 --json workers.json
+    uv run --frozen python bench/workers.py --store valkey        # on a valkey-server of its own
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,20 +39,21 @@ from mcp.client.streamable_http import streamable_http_client
 from _env import git_commit
 from _mcp import call_tool
 from _proc import ProcStats
-from _servers import free_port
+from _servers import ValkeyServer, free_port, valkey_server
 
 REPO = Path(__file__).resolve().parent.parent
 WORDS = "cache tenant key rotate token schema index queue retry backoff deploy config lock".split()  # noqa: SIM905
 
 
 @contextmanager
-def bridge(project: Path, workers: int) -> Iterator[tuple[str, list[int]]]:
+def bridge(project: Path, workers: int, entry_store: str | None) -> Iterator[tuple[str, list[int]]]:
     """`memctl serve --http --workers N` until the block ends: its URL and process ids."""
     port = free_port()
     project.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
     env["MEMCTL_EMBEDDING_MODEL"] = "none"
     argv = [sys.executable, "-m", "memctl", "serve", "--project", str(project), "--http"]
+    argv += [] if entry_store is None else ["--entry-store", entry_store]
     process = subprocess.Popen(
         [*argv, "--port", str(port), "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL
     )
@@ -78,9 +80,12 @@ def cpu_seconds(pids: list[int]) -> float:
     return sum(ProcStats(pid).cpu_seconds() for pid in pids)
 
 
-async def measure(workers: int, fill: int, sessions: int, calls: int, root: Path) -> dict[str, Any]:
+async def measure(
+    workers: int, fill: int, sessions: int, calls: int, root: Path, valkey: ValkeyServer | None, db: int
+) -> dict[str, Any]:
     rng = random.Random(20_261_201)
-    with bridge(root / f"workers-{workers}", workers) as (url, pids):
+    entry_store = None if valkey is None else valkey.url(db)
+    with bridge(root / f"workers-{workers}", workers, entry_store) as (url, pids):
         answered: Counter[str] = Counter()
 
         async def record(response: httpx2.Response) -> None:
@@ -119,18 +124,21 @@ async def measure(workers: int, fill: int, sessions: int, calls: int, root: Path
                         await call_tool(client, "memory_get", {"id": f"e-{rng.randrange(fill)}"})
                     latencies.append(time.perf_counter() - started)
 
+            store_before = 0.0 if valkey is None else valkey.stats.cpu_seconds()
             cpu_before, wall_before = cpu_seconds(pids), time.perf_counter()
             async with anyio.create_task_group() as tasks:
                 for client in clients:
                     tasks.start_soon(session, client, calls // sessions)
             wall = time.perf_counter() - wall_before
             cpu = cpu_seconds(pids) - cpu_before
+            store_cpu = None if valkey is None else valkey.stats.cpu_seconds() - store_before
     done = len(latencies)
     ordered = sorted(latencies)
     return {
         "workers": workers,
         "calls": done,
         "server_cpu_ms_per_call": cpu / done * 1000,
+        "valkey_cpu_ms_per_call": None if store_cpu is None else store_cpu / done * 1000,
         "calls_per_s": done / wall,
         "p50_ms": statistics.median(ordered) * 1000,
         "p95_ms": ordered[int(0.95 * (done - 1))] * 1000,
@@ -138,10 +146,10 @@ async def measure(workers: int, fill: int, sessions: int, calls: int, root: Path
     }
 
 
-def report(rows: list[dict[str, Any]], sessions: int) -> str:
+def report(rows: list[dict[str, Any]], sessions: int, store: str) -> str:
     base = rows[0]
     lines = [
-        f"memctl serve --http --workers N: memory_get + memory_search, {sessions} sessions, "
+        f"memctl serve --http --workers N, {store} store: memory_get + memory_search, {sessions} sessions, "
         f"{os.cpu_count()} CPUs; baseline: {base['workers']} worker(s), same run",
         "",
         "| workers | calls | server CPU / call | vs baseline | calls/s | p50 | p95 | answers by worker |",
@@ -149,7 +157,11 @@ def report(rows: list[dict[str, Any]], sessions: int) -> str:
     ]
     for row in rows:
         ratio = row["server_cpu_ms_per_call"] / base["server_cpu_ms_per_call"]
-        spread = ", ".join(f"{k}: {v}" for k, v in row["answers_by_worker"].items())
+        if row["valkey_cpu_ms_per_call"] is not None:
+            spread = f"valkey-server {row['valkey_cpu_ms_per_call']:.2f} ms/call; "
+        else:
+            spread = ""
+        spread += ", ".join(f"{k}: {v}" for k, v in row["answers_by_worker"].items())
         lines.append(
             f"| {row['workers']} | {row['calls']} | {row['server_cpu_ms_per_call']:.2f} ms | {ratio:.2f}x | "
             f"{row['calls_per_s']:.0f} | {row['p50_ms']:.1f} ms | {row['p95_ms']:.1f} ms | {spread} |"
@@ -162,15 +174,23 @@ def main() -> int:
     parser.add_argument("--workers", default="1,2", help="worker counts, the first is the baseline (1,2)")
     parser.add_argument("--fill", type=int, default=500, help="entries written before measuring (500)")
     parser.add_argument("--sessions", type=int, default=8, help="concurrent SDK client sessions (8)")
+    parser.add_argument(
+        "--store", choices=("sqlite", "valkey"), default="sqlite", help="entry store (sqlite)"
+    )
     parser.add_argument("--calls", type=int, default=2000, help="measured calls per configuration (2000)")
     parser.add_argument("--json", type=Path, help="also write every number to this file")
     args = parser.parse_args()
     rows = []
-    with tempfile.TemporaryDirectory(prefix="memctl-bench-workers-") as tmp:
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="memctl-bench-workers-")))
+        valkey = stack.enter_context(valkey_server()) if args.store == "valkey" else None
         for run, count in enumerate(int(w) for w in args.workers.split(",")):
             print(f"{count} worker(s)", file=sys.stderr)
-            rows.append(anyio.run(measure, count, args.fill, args.sessions, args.calls, Path(tmp) / str(run)))
-    print(report(rows, args.sessions))
+            measured = anyio.run(
+                measure, count, args.fill, args.sessions, args.calls, tmp / str(run), valkey, run
+            )
+            rows.append(measured)
+    print(report(rows, args.sessions, args.store))
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "commit": git_commit(REPO)}, indent=2) + "\n")
     return 0
