@@ -17,7 +17,6 @@ from ._metrics import Metrics
 from ._server import build_server
 from ._settings import Settings
 from ._tokens import token_source
-from ._workers import listening_socket, reserve_port, run_workers
 from .stores._url import make_embedder, open_entry_store, open_knowledge_store
 from .tools._state import AppState
 
@@ -112,6 +111,7 @@ async def serve_http(settings: Settings, *, worker: int | None = None) -> None:
     import uvicorn  # the HTTP server and its app load only for --http (stdio starts faster)
 
     from ._http import build_http_app
+    from ._workers import listening_socket
 
     tokens = token_source(settings)
     check_bind(settings, tokens.current())
@@ -143,6 +143,8 @@ def serve_http_workers(settings: Settings, backend_options: dict[str, bool]) -> 
 
     The stores are opened once here first, so one that cannot open fails start-up with its
     own error (and the project's scope is pinned) before any worker starts."""
+    from ._workers import reserve_port, run_workers
+
     check_bind(settings, token_source(settings).current())
     with reserve_port(settings.host, settings.port) as reserved:
         settings = settings.model_copy(update={"port": reserved.getsockname()[1]})

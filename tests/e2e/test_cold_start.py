@@ -33,8 +33,9 @@ DEFERRED = (
     "valkey",
     "prometheus_client",
     "memory_bridge._http",
+    "memory_bridge._workers",
 )
-"""Loaded by the model, the Dify store, the Valkey store, the metrics or the HTTP transport, when used."""
+"""Loaded by the model, the Dify or Valkey store, the metrics, or HTTP (and its workers), when used."""
 
 
 async def test_tools_list_loads_no_model_http_client_or_valkey(tmp_path: Path) -> None:
