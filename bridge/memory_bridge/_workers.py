@@ -51,7 +51,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 def run_workers(count: int, work: Callable[[int], None]) -> int:
     """Run `work(index)` in `count` forked processes until one exits or SIGTERM/SIGINT;
-    0 when stopped by a signal, else the first nonzero exit code of a worker (1 if none)."""
+    0 when stopped by a signal, else the first nonzero exit status of a worker (1 if none)."""
 
     def child(index: int) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -85,4 +85,5 @@ def run_workers(count: int, work: Callable[[int], None]) -> int:
             signal.signal(signum, handler)
     if signalled:
         return 0
-    return next((code for p in processes if (code := p.exitcode)), 1)
+    code = next((code for p in processes if (code := p.exitcode)), 1)
+    return code if code > 0 else 128 - code  # killed by signal N: 128 + N, as a shell reports it

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -149,3 +151,12 @@ def test_workers_without_http_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["serve", "--project", str(tmp_path), "--workers", "2"])
     assert result.exit_code == 2, result.output
     assert "--workers needs --http: on stdio one process serves its one client" in result.output
+
+
+def test_a_worker_that_dies_takes_the_bridge_down_for_its_supervisor(tmp_path: Path) -> None:
+    with http_bridge(tmp_path, "--workers", "2") as running:
+        pid = running.process.pid
+        first, second = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        os.kill(int(first), signal.SIGKILL)
+        assert running.process.wait(timeout=30) == 128 + signal.SIGKILL
+    assert not Path(f"/proc/{second}").exists()
