@@ -40,6 +40,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class WorkerHeader:
+    """Name the worker that answered in a `Memctl-Worker` header (with several workers), so
+    a client or a test can see its requests spread over them."""
+
+    def __init__(self, app: ASGIApp, worker: int) -> None:
+        self.app = app
+        self.header = (b"memctl-worker", str(worker).encode())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def named(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), self.header]}
+            await send(message)
+
+        await self.app(scope, receive, named if scope["type"] == "http" else send)
+
+
 class BearerAuth:
     """Require `Authorization: Bearer <token>` on the MCP endpoint only.
 
@@ -150,8 +167,11 @@ def _transport_security(state: AppState) -> TransportSecuritySettings:
     )
 
 
-def build_http_app(state: AppState, mcp: MCPServer[Any], tokens: TokenSource) -> ASGIApp:
-    """The ASGI app: streamable HTTP at /mcp plus /health and /metrics."""
+def build_http_app(
+    state: AppState, mcp: MCPServer[Any], tokens: TokenSource, *, worker: int | None = None
+) -> ASGIApp:
+    """The ASGI app: streamable HTTP at /mcp plus /health and /metrics. As one `worker` of
+    several, MCP is stateless (no session to find on another worker) and each answer names it."""
 
     async def health(request: Request) -> Response:
         try:
@@ -175,8 +195,10 @@ def build_http_app(state: AppState, mcp: MCPServer[Any], tokens: TokenSource) ->
     app = mcp.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=True,
+        stateless_http=worker is not None,
         max_request_body_size=state.settings.max_body_bytes,
         transport_security=_transport_security(state),
         host=state.settings.host,
     )
-    return RejectionLog(BearerAuth(app, tokens))
+    served = RejectionLog(BearerAuth(app, tokens))
+    return served if worker is None else WorkerHeader(served, worker)

@@ -1,85 +1,68 @@
-"""Prometheus metrics: memory-mcp's names, plus per-tool counts and latencies."""
+"""Prometheus metrics: memory-mcp's names, plus per-tool counts and latencies.
+
+The registry is built (and prometheus_client imported) on the first count or scrape, not
+when the bridge starts: a stdio client's first tools/list does not wait for it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import anyio
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from ._errors import StoreError
 from .stores._base import EntryStore
 
+if TYPE_CHECKING:
+    from prometheus_client import Counter, Histogram
+
+    from ._prometheus import Registry
+
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-_SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
-_TOOL_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
-
-
-class _StoreGauges(Collector):
-    """memory_entries_total and memory_hits_zero_count, read from the store at scrape time."""
-
-    def __init__(self) -> None:
-        self.entries = 0.0
-        self.hits_zero = 0.0
-
-    def collect(self) -> Iterable[GaugeMetricFamily]:
-        yield GaugeMetricFamily("memory_entries_total", "Number of stored entries.", value=self.entries)
-        yield GaugeMetricFamily(
-            "memory_hits_zero_count", "Entries that were never read.", value=self.hits_zero
-        )
 
 
 class Metrics:
-    """All metrics of one bridge, in a registry of their own."""
+    """All metrics of one bridge, in a registry of their own (built on first use)."""
 
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        self._gauges = _StoreGauges()
-        self.registry.register(self._gauges)
-        self.search_duration = Histogram(
-            "memory_search_duration_seconds",
-            "memory_search latency.",
-            buckets=_SEARCH_BUCKETS,
-            registry=self.registry,
-        )
-        self.search_total = Counter("memory_search", "memory_search calls.", registry=self.registry)
-        self.search_empty_total = Counter(
-            "memory_search_empty", "memory_search calls that returned nothing.", registry=self.registry
-        )
-        self.write_total = Counter(
-            "memory_write", "Applied writes (set and rollback).", registry=self.registry
-        )
-        self.conflict_total = Counter(
-            "memory_conflict", "Writes rejected by if_version.", registry=self.registry
-        )
-        self.tool_calls = Counter(
-            "memctl_tool_calls",
-            "MCP tool calls by tool and outcome.",
-            ["tool", "outcome"],
-            registry=self.registry,
-        )
-        self.tool_duration = Histogram(
-            "memctl_tool_duration_seconds",
-            "MCP tool call latency by tool and outcome.",
-            ["tool", "outcome"],
-            buckets=_TOOL_BUCKETS,
-            registry=self.registry,
-        )
+    @cached_property
+    def _registry(self) -> Registry:
+        from ._prometheus import Registry
+
+        return Registry()
+
+    @property
+    def search_duration(self) -> Histogram:
+        return self._registry.search_duration
+
+    @property
+    def search_total(self) -> Counter:
+        return self._registry.search_total
+
+    @property
+    def search_empty_total(self) -> Counter:
+        return self._registry.search_empty_total
+
+    @property
+    def write_total(self) -> Counter:
+        return self._registry.write_total
+
+    @property
+    def conflict_total(self) -> Counter:
+        return self._registry.conflict_total
 
     def observe_tool(self, tool: str, outcome: str, seconds: float) -> None:
-        self.tool_calls.labels(tool=tool, outcome=outcome).inc()
-        self.tool_duration.labels(tool=tool, outcome=outcome).observe(seconds)
+        self._registry.tool_calls.labels(tool=tool, outcome=outcome).inc()
+        self._registry.tool_duration.labels(tool=tool, outcome=outcome).observe(seconds)
 
     async def render(self, store: EntryStore) -> bytes:
         """Refresh the store gauges (maintained counts, no scan) and render the text format."""
+        gauges = self._registry.gauges
         try:
             with anyio.fail_after(2):
-                self._gauges.entries = float(await store.count())
-                self._gauges.hits_zero = float(await store.hits_zero_count())
+                gauges.entries = float(await store.count())
+                gauges.hits_zero = float(await store.hits_zero_count())
         except (StoreError, TimeoutError):
             pass  # keep the last values; /health reports the outage
-        return generate_latest(self.registry)
+        return self._registry.render()

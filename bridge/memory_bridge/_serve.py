@@ -6,13 +6,12 @@ import logging
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 
 import anyio
-import uvicorn
 
 from ._backends import Backend, BackendWatch
-from ._errors import ConfigError, StoreError
-from ._http import build_http_app, is_loopback
+from ._errors import ConfigError, MemctlError, StoreError
 from ._identity import pin_scope
 from ._metrics import Metrics
 from ._server import build_server
@@ -30,8 +29,9 @@ STARTUP_GRACE_SECONDS = 1.0
 
 
 @asynccontextmanager
-async def open_state(settings: Settings) -> AsyncIterator[AppState]:
-    """Open the store for the settings' project, sweep expired entries while it is open.
+async def open_state(settings: Settings, *, background: bool = True) -> AsyncIterator[AppState]:
+    """Open the store for the settings' project, sweep expired entries while it is open
+    (with `background`: one HTTP worker of several leaves that to the first).
 
     Serving a project pins its scope (`_identity.pin_scope`) once its stores exist."""
     if not settings.redact_entries:
@@ -56,9 +56,10 @@ async def open_state(settings: Settings) -> AsyncIterator[AppState]:
             state = AppState(settings, store, Metrics(), knowledge, watch, recalls)
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(state.backends.run)
-                tasks.start_soon(recalls.run)
-                tasks.start_soon(_sweep_forever, state)
-                tasks.start_soon(_embed_entries_forever, state)
+                tasks.start_soon(recalls.run)  # every worker stamps what its own searches returned
+                if background:
+                    tasks.start_soon(_sweep_forever, state)
+                    tasks.start_soon(_embed_entries_forever, state)
                 yield state
                 tasks.cancel_scope.cancel()
         finally:
@@ -100,6 +101,8 @@ async def serve_stdio(settings: Settings) -> None:
 
 def check_bind(settings: Settings, tokens: Sequence[str]) -> None:
     """Refuse a non-loopback address without a bearer token."""
+    from ._http import is_loopback
+
     if not tokens and not is_loopback(settings.host):
         raise ConfigError(
             f"refusing to serve on {settings.host} without a bearer token: anyone who can reach it could "
@@ -107,12 +110,20 @@ def check_bind(settings: Settings, tokens: Sequence[str]) -> None:
         )
 
 
-async def serve_http(settings: Settings) -> None:
-    """Serve streamable HTTP at /mcp, with /health and /metrics, until interrupted."""
+async def serve_http(settings: Settings, *, worker: int | None = None) -> None:
+    """Serve streamable HTTP at /mcp, with /health and /metrics, until interrupted.
+
+    As `worker` i of several (`settings.workers`), on its own socket sharing the port, and
+    stateless: any worker answers any request."""
+    import uvicorn  # the HTTP server and its app load only for --http (stdio starts faster)
+
+    from ._http import build_http_app
+    from ._workers import listening_socket
+
     tokens = token_source(settings)
     check_bind(settings, tokens.current())
-    async with open_state(settings) as state:
-        app = build_http_app(state, build_server(state), tokens)
+    async with open_state(settings, background=not worker) as state:
+        app = build_http_app(state, build_server(state), tokens, worker=worker)
         config = uvicorn.Config(
             app,
             host=settings.host,
@@ -122,13 +133,45 @@ async def serve_http(settings: Settings) -> None:
             lifespan="on",
         )
         server = uvicorn.Server(config)
-        print(
-            f"memctl bridge: project {settings.project}, store {state.store.url}, "
-            f"auth {'on' if tokens.current() else 'off'}, http://{settings.host}:{settings.port}/mcp",
-            file=sys.stderr,
-            flush=True,
-        )
-        await server.serve()
+        sockets = None if worker is None else [listening_socket(settings.host, settings.port)]
+        if not worker:
+            workers = "" if worker is None else f", {settings.workers} workers"
+            print(
+                f"memctl bridge: project {settings.project}, store {state.store.url}, "
+                f"auth {'on' if tokens.current() else 'off'}{workers}, http://{settings.host}:{settings.port}/mcp",
+                file=sys.stderr,
+                flush=True,
+            )
+        await server.serve(sockets=sockets)
+
+
+def serve_http_workers(settings: Settings, backend_options: dict[str, bool]) -> int:
+    """`settings.workers` processes serving HTTP on one port; their exit code (0 when stopped).
+
+    The stores are opened once here first, so one that cannot open fails start-up with its
+    own error (and the project's scope is pinned) before any worker starts."""
+    from ._workers import reserve_port, run_workers
+
+    check_bind(settings, token_source(settings).current())
+    with reserve_port(settings.host, settings.port) as reserved:
+        settings = settings.model_copy(update={"port": reserved.getsockname()[1]})
+        anyio.run(_open_once, settings, backend_options=backend_options)
+
+        def work(index: int) -> None:
+            try:
+                anyio.run(partial(serve_http, worker=index), settings, backend_options=backend_options)
+            except MemctlError as exc:
+                print(f"memctl bridge: worker {index}: {exc}", file=sys.stderr, flush=True)
+                sys.exit(1)
+            except KeyboardInterrupt:
+                pass
+
+        return run_workers(settings.workers, work)
+
+
+async def _open_once(settings: Settings) -> None:
+    async with open_state(settings, background=False):
+        pass
 
 
 def _log_one_line_per_event() -> None:
@@ -150,4 +193,9 @@ def run_bridge(settings: Settings, *, http: bool) -> None:
         options: dict[str, bool] = {}
     else:
         options = {"use_uvloop": True}
+    if http and settings.workers > 1:
+        code = serve_http_workers(settings, options)
+        if code:
+            sys.exit(code)
+        return
     anyio.run(serve_http if http else serve_stdio, settings, backend_options=options)

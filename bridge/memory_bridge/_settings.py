@@ -198,6 +198,13 @@ class Settings(BaseSettings):
     )
     host: str = Field("127.0.0.1", description="Address the HTTP bridge binds.")
     port: int = Field(3106, ge=0, le=65535, description="Port of the HTTP bridge (0 picks a free one).")
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Processes serving the HTTP bridge on one port. Above 1, MCP over HTTP is "
+        "stateless (any worker answers any request) and each worker's /metrics counts its own calls.",
+    )
     token_file: Path | None = Field(
         None, description="File holding the bearer token (mode 0600); an empty file is a start-up error."
     )

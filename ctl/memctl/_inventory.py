@@ -49,6 +49,7 @@ class Project(BaseModel):
     knowledge_store: str | None = None
     bridge_port: Annotated[int, Field(ge=1024, le=65535)] | None = None
     schedule: Literal["daily", "hourly", "off"] | None = None  # None: leave the project's timer as it is
+    bridge_workers: Annotated[int, Field(ge=1, le=64)] = 1
 
     @field_validator("workspace")
     @classmethod

@@ -89,6 +89,11 @@ class Bridge(RoleOptions):
     bridge_bind_address: str = Field(
         "127.0.0.1", description="Host address the port is published on (loopback by default)."
     )
+    bridge_workers: int = _project(
+        "bridge_workers",
+        "Processes serving the container's bridge on its one port (`memctl serve --workers`); "
+        "above 1, MCP over HTTP is stateless.",
+    )
     bridge_network: str = Field("memctl", description="Docker network shared with Valkey.")
     bridge_valkey_host: str = Field("memctl-valkey", description="Valkey's name on bridge_network.")
     bridge_entry_store: str = Field(
@@ -126,6 +131,7 @@ class Bridge(RoleOptions):
                 "bridge_image",
                 "bridge_port",
                 "bridge_bind_address",
+                "bridge_workers",
                 "bridge_network",
                 "bridge_valkey_host",
                 "bridge_entry_store",

@@ -163,6 +163,7 @@ def test_three_projects_from_one_inventory_each_with_its_own_store_and_token(tmp
         ({"workspace": "relative/dir"}, "localhost.memctl_projects[0].workspace"),
         ({"clients": ["emacs"]}, "localhost.memctl_projects[0].clients[0]"),
         ({"colour": "blue"}, "localhost.memctl_projects[0].colour"),
+        ({"bridge_workers": 0}, "localhost.memctl_projects[0].bridge_workers"),
     ],
 )
 def test_an_invalid_project_fails_before_anything_changes(

@@ -15,12 +15,15 @@ from __future__ import annotations
 import importlib.util
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from ._embed import LazyEmbedder
+
+if TYPE_CHECKING:  # numpy loads with the model, not when the bridge names it (stdio start stays fast)
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
 
 __all__ = [
     "MINILM_DIMENSION",
@@ -36,8 +39,6 @@ MINILM_FLOAT_NAME = "all-MiniLM-L6-v2-int8"  # the packaged graph as it is: floa
 MINILM_DIMENSION = 384
 _MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 _TOKENIZER = Path(__file__).with_name("data") / "all-MiniLM-L6-v2.tokenizer.json"
-
-Vector = npt.NDArray[np.float32]
 
 
 def _model_path() -> Path:
@@ -60,6 +61,8 @@ class OnnxEmbedder:
 
     def _run(self, ids: list[int]) -> Vector:
         """The mean of the last hidden states of one text (no padding: every token counts)."""
+        import numpy as np  # loaded by onnxruntime already: a lookup in sys.modules
+
         tokens = np.array([ids], dtype=np.int64)
         feeds = {"input_ids": tokens, "attention_mask": np.ones_like(tokens)}
         if self._types:
@@ -68,6 +71,8 @@ class OnnxEmbedder:
         return np.asarray(hidden[0].mean(axis=0), dtype=np.float32)
 
     def embed_documents(self, texts: list[str]) -> Vector:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         ids = [e.ids for e in self._tokenizer.encode_batch(texts)]

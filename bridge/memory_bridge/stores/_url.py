@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-import httpx
 
 from .._errors import ConfigError
 from .._settings import Settings
 from ..search._embed import LazyEmbedder
 from ._base import EntryStore
 from ._knowledge import KnowledgeStore
+
+if TYPE_CHECKING:  # httpx loads with the Dify store, not with every bridge (stdio start stays fast)
+    import httpx
 
 __all__ = [
     "dify_outbox_path",

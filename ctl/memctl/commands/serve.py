@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import load_settings, run_bridge
+from memory_bridge import ConfigError, load_settings, run_bridge
 
 from .._options import project_option
 from .._project import provisioned_settings
@@ -20,6 +20,11 @@ BRIDGE_TOKEN = "bridge.token"  # written by the provisioning playbook's bridge r
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
 @click.option("--host", help="Address to bind with --http (default 127.0.0.1).")
 @click.option("--port", type=click.IntRange(0, 65535), help="Port to bind with --http (default 3106).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    help="Processes serving --http on one port (default 1); above 1, MCP over HTTP is stateless.",
+)
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
@@ -42,6 +47,7 @@ def serve(
     use_http: bool,
     host: str | None,
     port: int | None,
+    workers: int | None,
     token_file: Path | None,
     entry_store: str | None,
     knowledge_store: str | None,
@@ -50,7 +56,9 @@ def serve(
     """Serve a project's memory to MCP clients.
 
     On stdio (the default) one client talks to this process; with --http, any
-    number of clients use POST /mcp, and GET /health and GET /metrics are served.
+    number of clients use POST /mcp, and GET /health and GET /metrics are served;
+    --workers N runs N processes on the one port (each worker's /metrics counts
+    its own calls).
     A non-loopback --host needs --token-file.
 
     Without --project, the project is the nearest directory at or above the current
@@ -62,12 +70,16 @@ def serve(
     Example:
       memctl serve --project ~/src/app
       memctl serve --project ~/src/app --http --port 3106 --token-file ~/.memctl-token
+      memctl serve --project ~/src/app --http --workers 2
       memctl serve --knowledge-store dify+http://127.0.0.1/v1
     """
+    if workers is not None and not use_http:
+        raise ConfigError("--workers needs --http: on stdio one process serves its one client")
     try:
         options = {
             "host": host,
             "port": port,
+            "workers": workers,
             "token_file": token_file,
             "entry_store": entry_store,
             "knowledge_store": knowledge_store,
