@@ -17,9 +17,12 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from memory_bridge import Settings
 from memory_bridge.core import RunRecord, StepRecord, last_success_at, maintain_dir, record_run, redact
@@ -94,10 +97,26 @@ def run_process(argv: list[str], timeout: float) -> tuple[int, str, str]:
         try:
             out, err = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
+            _kill_tree(child.pid)
             child.communicate()
             raise
         return child.returncode, out, err
+
+
+def _kill_tree(pid: int) -> None:
+    """Kill a step and everything it started, also what runs in a session of its own (the
+    capture LLM CLI does), which its process group does not reach."""
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]  # found by parent, before any is orphaned
+    except psutil.NoSuchProcess:
+        tree = []
+    with suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    for process in tree:
+        with suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(tree, timeout=5)
 
 
 def _compile_detail(payload: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 from click.testing import CliRunner, Result
 
@@ -120,7 +121,18 @@ def test_a_step_past_its_timeout_is_killed_and_the_run_fails(project: Path, clau
     assert step["outcome"] == "timeout" and step["error"] == "timed out after 3 s"
     assert report["error"] == "compile: timed out after 3 s"
     assert records(project)[0]["signature"] == "compile-timed-out-after-n-s"
-    assert len(claude.calls()) == 1  # the LLM was asked, then killed with compile's process group
+    assert len(claude.calls()) == 1  # the LLM was asked, then killed with compile
+    assert live_processes_under(claude.bin_dir) == [], "the LLM CLI (a session of its own) outlived the step"
+
+
+def live_processes_under(directory: Path) -> list[int]:
+    """Processes (not zombies) whose command line names a file in `directory`."""
+    return [
+        process.pid
+        for process in psutil.process_iter(["cmdline", "status"])
+        if process.info["status"] != psutil.STATUS_ZOMBIE
+        and any(str(directory) in part for part in process.info["cmdline"] or ())
+    ]
 
 
 def test_a_failing_step_is_recorded_redacted(project: Path, claude: FakeCli) -> None:
