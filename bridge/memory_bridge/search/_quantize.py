@@ -30,21 +30,28 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _cache_name(source: bytes) -> str:
+def _cache_name(source: Path) -> str:
     import onnxruntime
 
-    key = _sha256(f"{_sha256(source)}\n{onnxruntime.__version__}\n{RECIPE}".encode())
+    key = _sha256(f"{_file_sha256(source)}\n{onnxruntime.__version__}\n{RECIPE}".encode())
     return f"minilm-int8-{key[:32]}.onnx"
 
 
-def _cached(model: Path) -> bytes | None:
-    """The cached model's bytes, or None when it is missing or does not match its digest."""
+def _file_sha256(path: Path) -> str:
+    """The digest of a file read in chunks (the model is never held in memory whole)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _cached(model: Path) -> bool:
+    """Whether the cached model is there and matches its digest."""
     try:
-        data = model.read_bytes()
-        digest = model.with_suffix(".sha256").read_text(encoding="ascii").strip()
+        return _file_sha256(model) == model.with_suffix(".sha256").read_text(encoding="ascii").strip()
     except OSError:
-        return None
-    return data if _sha256(data) == digest else None
+        return False
 
 
 def _quantize(source: Path, work: Path) -> bytes:
@@ -67,12 +74,14 @@ def _store(cache_dir: Path, model: Path, data: bytes) -> None:
         write_atomically(path, content, mode=PRIVATE_FILE_MODE)
 
 
-def int8_model(source: Path, cache_dir: Path) -> bytes:
-    """The int8-kernel version of the ONNX model at `source`, from the cache or built
-    (a few seconds) and cached; raises if the source cannot be read or converted."""
-    model = cache_dir / _cache_name(source.read_bytes())
-    if (data := _cached(model)) is not None:
-        return data
+def int8_model(source: Path, cache_dir: Path) -> Path | bytes:
+    """The int8-kernel version of the ONNX model at `source`: the cached file's path, built
+    (a few seconds) and cached first if needed, or its bytes when the cache cannot be
+    written; raises if the source cannot be read or converted. A path lets onnxruntime
+    load the file without a second copy of it in memory."""
+    model = cache_dir / _cache_name(source)
+    if _cached(model):
+        return model
     with tempfile.TemporaryDirectory(prefix="memctl-quantize-") as work:
         data = _quantize(source, Path(work))
     try:
@@ -84,4 +93,5 @@ def int8_model(source: Path, cache_dir: Path) -> bytes:
         _log.warning(
             "cannot cache the int8 embedding model in %s (%s); it is rebuilt on every load", cache_dir, exc
         )
-    return data
+        return data
+    return model
