@@ -64,6 +64,7 @@ RMW_SESSIONS = 32
 RMW_WRITES = 300
 RMW_CAP_S = 120.0
 RMW_QUICK_CAP_S = 30.0
+DRAIN_CAP_S = 1800.0  # --drain-seconds: how long the run waits for the entries to be embedded
 SEED = 20_240_601
 ZIPF_EXPONENT = 0.8
 
@@ -486,6 +487,7 @@ class Config:
     rmw_cap_s: float = RMW_CAP_S
     seed: int = SEED
     embedding: bool = False
+    drain_s: float = DRAIN_CAP_S
 
 
 def progress(message: str) -> None:
@@ -643,7 +645,6 @@ async def http_benchmark(config: Config, project: Path, store: Backend) -> dict[
 # --- the default embedding model's cost ------------------------------------------------------
 
 EMBEDDING_MODELS = ("none", "minilm")  # the baseline first, then the default
-DRAIN_CAP_S = 1800.0
 
 
 def pending_vectors(project: Path) -> int:
@@ -1159,6 +1160,13 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         help="only the default embedding model's cost on the embedded store, beside embedding_model = none,"
         " at the largest size",
     )
+    parser.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=DRAIN_CAP_S,
+        help="--embedding: the longest wait, from the fill's start, for every entry to be embedded"
+        " (`left` counts those still waiting; their CPU is not in the figure)",
+    )
     args = parser.parse_args(argv)
     try:
         stores = parse_stores(args.stores)
@@ -1174,7 +1182,16 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     sizes = tuple(int(s) for s in args.sizes.split(","))
     if list(sizes) != sorted(set(sizes)) or sizes[0] <= 0 or args.calls <= 0:
         parser.error("--sizes must be positive and ascending, --calls positive")
-    return Config(sizes, args.calls, args.json_path, stores, args.rmw_writes, cap, embedding=args.embedding)
+    return Config(
+        sizes,
+        args.calls,
+        args.json_path,
+        stores,
+        args.rmw_writes,
+        cap,
+        embedding=args.embedding,
+        drain_s=args.drain_seconds,
+    )
 
 
 def leaf_errors(exc: BaseException) -> list[BaseException]:
