@@ -285,7 +285,7 @@ class HttpBridge:
         return None if self.store_server is None else self.store_server.cpu_seconds()
 
 
-def wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path, timeout: float = 30) -> None:
+def wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
