@@ -141,9 +141,15 @@ class EntrySemantics:
             self._requeued_other_models = True
         done = 0
         while True:
-            batch = await db.read("upkeep", self._pending)
-            if not batch:
+            queued = await db.read("upkeep", self._pending)
+            if not queued:
                 return done
+            batch = [(rowid, title, body) for rowid, title, body, sha in queued if sha != _sha(title, body)]
+            if len(batch) < len(queued):  # text unchanged (a tags-only update): the vector stands
+                same = [rowid for rowid, title, body, sha in queued if sha == _sha(title, body)]
+                await db.write("upkeep", functools.partial(self._dequeue, rowids=same))
+            if not batch:
+                continue
             texts = [f"{title}\n\n{body}" for _, title, body in batch]
             try:
                 vectors = await embed_in_background(self.embedder, texts)
@@ -158,16 +164,21 @@ class EntrySemantics:
             (self.embedder.name,),
         )
 
-    @staticmethod
-    def _pending(conn: sqlite3.Connection, now: float) -> list[tuple[int, str, str]]:
+    def _pending(self, conn: sqlite3.Connection, now: float) -> list[tuple[int, str, str, str | None]]:
+        """Queued entries: rowid, title, body, and the text digest of their current model's vector."""
         return [
-            (int(r[0]), r[1], r[2])
+            (int(r[0]), r[1], r[2], r[3])
             for r in conn.execute(
-                "SELECT p.rowid, e.title, e.body FROM pending_vectors AS p"
-                " JOIN entries AS e ON e.rowid = p.rowid LIMIT ?",
-                (_BATCH,),
+                "SELECT p.rowid, e.title, e.body, v.sha256 FROM pending_vectors AS p"
+                " JOIN entries AS e ON e.rowid = p.rowid"
+                " LEFT JOIN entry_vectors AS v ON v.rowid = p.rowid AND v.model = ? LIMIT ?",
+                (self.embedder.name, _BATCH),
             )
         ]
+
+    @staticmethod
+    def _dequeue(conn: sqlite3.Connection, now: float, *, rowids: list[int]) -> None:
+        conn.executemany("DELETE FROM pending_vectors WHERE rowid = ?", [(rowid,) for rowid in rowids])
 
     def _store(
         self, conn: sqlite3.Connection, now: float, *, batch: list[tuple[int, str, str]], vectors: np.ndarray
