@@ -111,13 +111,22 @@ def load_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> OnnxEmbe
     tokenizer = Tokenizer.from_file(str(_TOKENIZER))
     tokenizer.enable_truncation(max_length=_MAX_TOKENS)
     tokenizer.no_padding()
-    source = _model_path() if int8_cache is None else int8_model(_model_path(), int8_cache)
-    model = source if isinstance(source, bytes) else str(source)
-    session = onnxruntime.InferenceSession(
-        model, sess_options=session_options(onnxruntime), providers=["CPUExecutionProvider"]
-    )
+
+    def session(model: Path | bytes) -> Any:
+        source = model if isinstance(model, bytes) else str(model)
+        return onnxruntime.InferenceSession(
+            source, sess_options=session_options(onnxruntime), providers=["CPUExecutionProvider"]
+        )
+
+    if int8_cache is None:
+        loaded = session(_model_path())
+    else:
+        try:
+            loaded = session(int8_model(_model_path(), int8_cache))
+        except Exception:  # another memctl version may have replaced the cached file meanwhile
+            loaded = session(int8_model(_model_path(), int8_cache))
     name = MINILM_FLOAT_NAME if int8_cache is None else MINILM_NAME
-    return OnnxEmbedder(session, tokenizer, name, MINILM_DIMENSION, threads=threads)
+    return OnnxEmbedder(loaded, tokenizer, name, MINILM_DIMENSION, threads=threads)
 
 
 def lazy_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> LazyEmbedder:

@@ -37,6 +37,12 @@ def test_the_model_is_built_once_and_then_read_from_the_cache(built: tuple[Path,
     assert cached_files(cache) == before  # nothing was written again
 
 
+def test_the_embedding_tables_stay_int8(built: tuple[Path, bytes]) -> None:
+    """Folding the packaged graph's constants must not leave a float32 copy of the word
+    table (47 MB) in the model: onnxruntime would hold it in memory."""
+    assert len(built[1]) < 1.1 * _model_path().stat().st_size
+
+
 def test_a_damaged_cached_model_is_rebuilt(built: tuple[Path, bytes], tmp_path: Path) -> None:
     cache, model = built
     shutil.copytree(cache, tmp_path, dirs_exist_ok=True)
