@@ -79,3 +79,26 @@ async def test_background_embedding_runs_at_the_lowest_priority() -> None:
     await embed_in_background(model, ["a"])
     assert model.calls == [("a", BACKGROUND_NICE)]
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != BACKGROUND_NICE  # only that thread
+
+
+async def test_a_tool_call_counts_as_in_flight_while_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through a real MCP client: while memory_get runs, background embedding would wait."""
+    from mcp import Client
+
+    from memory_bridge import build_server
+
+    seen: list[int] = []
+    async with open_state(Settings(project=tmp_path, embedding_model="none")) as state:
+        get = state.store.get
+
+        async def watched_get(*args: object, **kwargs: object) -> object:
+            seen.append(foreground.in_flight)
+            return await get(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(state.store, "get", watched_get)
+        async with Client(build_server(state)) as client:
+            await client.call_tool("memory_get", {"id": "nothing-here"})
+    assert seen and seen[0] >= 1
+    assert foreground.in_flight == 0
