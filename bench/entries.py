@@ -20,6 +20,7 @@ See bench/README.md for what every number means.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -63,6 +64,7 @@ RMW_SESSIONS = 32
 RMW_WRITES = 300
 RMW_CAP_S = 120.0
 RMW_QUICK_CAP_S = 30.0
+DRAIN_CAP_S = 1800.0  # --drain-seconds: how long the run waits for the entries to be embedded
 SEED = 20_240_601
 ZIPF_EXPONENT = 0.8
 
@@ -207,13 +209,13 @@ class Summary:
 # --- the bridge process ---------------------------------------------------------------------
 
 
-def bridge_env() -> dict[str, str]:
+def bridge_env(embedding_model: str = "none") -> dict[str, str]:
     """Our environment minus any MEMCTL_* / MEMORY_MCP_* settings, so the bridge runs on defaults,
     except the embedding model: background embedding of the filled entries would compete with
     the measured calls for the two cores (memory_search's ranking by meaning is measured by
-    bench/retrieval.py)."""
+    bench/retrieval.py; the default model's own cost by `--embedding`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
-    env["MEMCTL_EMBEDDING_MODEL"] = "none"
+    env["MEMCTL_EMBEDDING_MODEL"] = embedding_model
     return env
 
 
@@ -283,7 +285,7 @@ class HttpBridge:
         return None if self.store_server is None else self.store_server.cpu_seconds()
 
 
-def wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path, timeout: float = 30) -> None:
+def wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
@@ -299,7 +301,7 @@ def wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path, tim
 
 
 @contextmanager
-def http_bridge(project: Path, store: Backend) -> Iterator[HttpBridge]:
+def http_bridge(project: Path, store: Backend, embedding_model: str = "none") -> Iterator[HttpBridge]:
     """Run `memctl serve --http` on a free loopback port; its stderr goes to project/bridge.log."""
     port = free_port()
     project.mkdir(parents=True, exist_ok=True)
@@ -308,7 +310,7 @@ def http_bridge(project: Path, store: Backend) -> Iterator[HttpBridge]:
     with log.open("wb") as stderr:
         process = subprocess.Popen(
             [sys.executable, *serve_args(project), "--http", "--port", str(port), *store_args],
-            env=bridge_env(),
+            env=bridge_env(embedding_model),
             stdout=subprocess.DEVNULL,
             stderr=stderr,
         )
@@ -484,6 +486,8 @@ class Config:
     rmw_writes: int = RMW_WRITES
     rmw_cap_s: float = RMW_CAP_S
     seed: int = SEED
+    embedding: bool = False
+    drain_s: float = DRAIN_CAP_S
 
 
 def progress(message: str) -> None:
@@ -636,6 +640,111 @@ async def http_benchmark(config: Config, project: Path, store: Backend) -> dict[
         rmw = await lost_updates(bridge.mcp_url, RMW_SESSIONS, config.rmw_writes, config.rmw_cap_s)
         rss = bridge.peak_rss_kib()
     return {"sizes": sizes, "fill": bench.fill_drift(), "lost_updates": rmw, "bridge_peak_rss_kib": rss}
+
+
+# --- the default embedding model's cost ------------------------------------------------------
+
+EMBEDDING_MODELS = ("none", "minilm")  # the baseline first, then the default
+
+
+def pending_vectors(project: Path) -> int:
+    """Entries the bridge has yet to embed, read from its database (0 before it exists)."""
+    import sqlite3
+
+    path = next(project.rglob("entries.db"), None)
+    if path is None:
+        return 0
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as conn:
+        try:
+            return int(conn.execute("SELECT count(*) FROM pending_vectors").fetchone()[0])
+        except sqlite3.OperationalError:  # no table yet
+            return 0
+
+
+async def embedding_run(config: Config, project: Path, model: str) -> dict[str, Any]:
+    """Fill the embedded store with `model` as the bridge's embedding model; memory_get right
+    after the fill (while the entries are being embedded); the bridge CPU per write including
+    embedding them all; the bridge's peak RSS."""
+    n = config.sizes[-1]
+    with http_bridge(project, Backend("sqlite"), model) as bridge:
+        async with AsyncExitStack() as stack:
+            clients = [await open_client(stack, bridge.mcp_url) for _ in range(FILL_CONCURRENCY)]
+            bench = HttpBench(bridge, clients, Corpus(config.seed), config.calls, Backend("sqlite"))
+            await bench.warm_up()
+            started_cpu, started = bridge.cpu_seconds(), time.perf_counter()
+            await bench.fill(n)
+            fill_cpu = bridge.cpu_seconds() - started_cpu
+            get = await drive(bridge, clients[:1], getter(bench.corpus, n), config.calls)
+            while (
+                model != "none" and pending_vectors(project) and time.perf_counter() - started < DRAIN_CAP_S
+            ):
+                await anyio.sleep(0.5)
+            drained_s = time.perf_counter() - started
+            total_cpu = bridge.cpu_seconds() - started_cpu - get.bridge_cpu_s
+            left = pending_vectors(project) if model != "none" else 0
+        rss = bridge.peak_rss_kib()
+    return {
+        "model": model,
+        "n": n,
+        "fill_cpu_ms_per_write": 1000 * fill_cpu / n,
+        "cpu_ms_per_write": 1000 * total_cpu / n,
+        "memory_get_after_fill": asdict(get.summary()),
+        "embedded_s": drained_s,
+        "left_unembedded": left,
+        "bridge_peak_rss_kib": rss,
+    }
+
+
+async def embedding_benchmark(config: Config) -> dict[str, Any]:
+    """The embedded store with no embedding model (the baseline) and with the default one."""
+    runs = {}
+    with tempfile.TemporaryDirectory(prefix="memctl-bench-") as tmp:
+        for model in EMBEDDING_MODELS:
+            progress(f"--- sqlite store, embedding_model = {model} ---")
+            runs[model] = await embedding_run(config, Path(tmp) / model, model)
+    return runs
+
+
+def embedding_report(runs: dict[str, dict[str, Any]]) -> str:
+    """One row per model; the default's figures as a ratio of the baseline's."""
+    rows = [
+        [
+            model,
+            f"{r['n']:,}",
+            mib(r["bridge_peak_rss_kib"]),
+            f"{r['cpu_ms_per_write']:.2f}",
+            f"{r['fill_cpu_ms_per_write']:.2f}",
+            f"{r['memory_get_after_fill']['p50_ms']:.2f}",
+            f"{r['memory_get_after_fill']['p95_ms']:.2f}",
+            f"{r['embedded_s']:.0f}",
+            str(r["left_unembedded"]),
+        ]
+        for model, r in runs.items()
+    ]
+    base, default = runs["none"], runs["minilm"]
+    ratio = default["memory_get_after_fill"]["p50_ms"] / base["memory_get_after_fill"]["p50_ms"]
+    return "\n".join(
+        [
+            "\n== the default embedding model's cost (embedded store, same run) ==",
+            format_table(
+                [
+                    "embedding_model",
+                    "N",
+                    "peak RSS MiB",
+                    "bridge cpu ms/write (all embedded)",
+                    "during fill",
+                    "memory_get p50 after fill",
+                    "p95",
+                    "fill+embed s",
+                    "left",
+                ],
+                rows,
+            ),
+            f"targets: peak RSS {mib(default['bridge_peak_rss_kib'])} MiB (<= 200), "
+            f"cpu/write {default['cpu_ms_per_write']:.2f} ms (<= 5), memory_get p50 {ratio:.2f}x the "
+            "no-embedding figure (<= 1.2x)",
+        ]
+    )
 
 
 # --- throughput scaling ---------------------------------------------------------------------
@@ -1045,6 +1154,19 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: sizes 200,1000 and 200 calls")
     parser.add_argument("--json", type=Path, dest="json_path", help="also write every number to this file")
+    parser.add_argument(
+        "--embedding",
+        action="store_true",
+        help="only the default embedding model's cost on the embedded store, beside embedding_model = none,"
+        " at the largest size",
+    )
+    parser.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=DRAIN_CAP_S,
+        help="--embedding: the longest wait, from the fill's start, for every entry to be embedded"
+        " (`left` counts those still waiting; their CPU is not in the figure)",
+    )
     args = parser.parse_args(argv)
     try:
         stores = parse_stores(args.stores)
@@ -1054,11 +1176,22 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     if args.rmw_writes <= 0 or cap <= 0:
         parser.error("--rmw-writes and --rmw-seconds must be positive")
     if args.quick:
-        return Config(QUICK_SIZES, 200, args.json_path, stores, args.rmw_writes, cap)
+        return Config(
+            QUICK_SIZES, 200, args.json_path, stores, args.rmw_writes, cap, embedding=args.embedding
+        )
     sizes = tuple(int(s) for s in args.sizes.split(","))
     if list(sizes) != sorted(set(sizes)) or sizes[0] <= 0 or args.calls <= 0:
         parser.error("--sizes must be positive and ascending, --calls positive")
-    return Config(sizes, args.calls, args.json_path, stores, args.rmw_writes, cap)
+    return Config(
+        sizes,
+        args.calls,
+        args.json_path,
+        stores,
+        args.rmw_writes,
+        cap,
+        embedding=args.embedding,
+        drain_s=args.drain_seconds,
+    )
 
 
 def leaf_errors(exc: BaseException) -> list[BaseException]:
@@ -1080,6 +1213,14 @@ def check_targets(results: dict[str, Any]) -> dict[str, list[Target]]:
 def main(argv: Sequence[str] | None = None) -> int:
     config = parse_args(argv)
     started = time.perf_counter()
+    if config.embedding:
+        runs = anyio.run(embedding_benchmark, config)
+        print(embedding_report(runs))
+        if config.json_path is not None:
+            config.json_path.write_text(
+                json.dumps({"embedding": runs, "environment": environment()}, indent=2) + "\n"
+            )
+        return 0
     try:
         results = anyio.run(run_benchmark, config)
     except (Exception, BaseExceptionGroup) as exc:  # unwrap the task groups' nested exception groups

@@ -18,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 
 from ._stdio import BridgeServer
+from .search._background import foreground
 from .tools._entries import entry_tools
 from .tools._knowledge import knowledge_tools
 from .tools._register import add_tools
@@ -57,15 +58,18 @@ _TOOL_NAMES = frozenset(entry_tools.names + knowledge_tools.names)
 
 
 async def _count_tool_calls(ctx: ServerRequestContext[AppState, Any], call_next: CallNext) -> HandlerResult:
-    """Count and time every tools/call in the state's metrics, by tool and outcome."""
+    """Count and time every tools/call in the state's metrics, by tool and outcome; while any
+    request is in flight, background embedding waits."""
     if ctx.method != "tools/call":
-        return await call_next(ctx)
+        with foreground.serving():
+            return await call_next(ctx)
     name = (ctx.params or {}).get("name")
     tool = name if name in _TOOL_NAMES else "unknown"  # bounded labels
     started = time.perf_counter()
     outcome = "error"
     try:
-        result = await call_next(ctx)
+        with foreground.serving():
+            result = await call_next(ctx)
         outcome = _outcome(result)
         return result
     finally:

@@ -32,6 +32,7 @@ __all__ = [
     "OnnxEmbedder",
     "lazy_minilm",
     "load_minilm",
+    "session_options",
 ]
 
 MINILM_NAME = "all-MiniLM-L6-v2-int8-kernels"  # int8 MatMul kernels (see _quantize.py)
@@ -88,6 +89,20 @@ class OnnxEmbedder:
         return vector
 
 
+def session_options(onnxruntime: Any) -> Any:
+    """Options sized for a small model run one text at a time: one kernel thread, nodes in
+    sequence, and no arena or memory-pattern planning (with texts of every length those
+    keep growing buffers that are never given back; plain allocation costs little here)."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    options.enable_cpu_mem_arena = False
+    options.enable_mem_pattern = False
+    options.log_severity_level = 3
+    return options
+
+
 def load_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> OnnxEmbedder:
     """Load the bundled model (about half a second); raises if a file is missing.
     `threads` texts are embedded at once, each on one thread. With `int8_cache`, its
@@ -101,14 +116,22 @@ def load_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> OnnxEmbe
     tokenizer = Tokenizer.from_file(str(_TOKENIZER))
     tokenizer.enable_truncation(max_length=_MAX_TOKENS)
     tokenizer.no_padding()
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3
-    model: str | bytes = str(_model_path()) if int8_cache is None else int8_model(_model_path(), int8_cache)
-    session = onnxruntime.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+
+    def session(model: Path | bytes) -> Any:
+        source = model if isinstance(model, bytes) else str(model)
+        return onnxruntime.InferenceSession(
+            source, sess_options=session_options(onnxruntime), providers=["CPUExecutionProvider"]
+        )
+
+    if int8_cache is None:
+        loaded = session(_model_path())
+    else:
+        try:
+            loaded = session(int8_model(_model_path(), int8_cache))
+        except Exception:  # another memctl version may have replaced the cached file meanwhile
+            loaded = session(int8_model(_model_path(), int8_cache))
     name = MINILM_FLOAT_NAME if int8_cache is None else MINILM_NAME
-    return OnnxEmbedder(session, tokenizer, name, MINILM_DIMENSION, threads=threads)
+    return OnnxEmbedder(loaded, tokenizer, name, MINILM_DIMENSION, threads=threads)
 
 
 def lazy_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> LazyEmbedder:

@@ -1,7 +1,8 @@
 """Meaning for memory_search: entry vectors, embedded in the background, fused with BM25.
 
 Writes never wait for the model: a trigger queues every new or changed entry in
-`pending_vectors`, and `upkeep()` (the bridge's background loop) embeds the queue.
+`pending_vectors`, and `upkeep()` (the bridge's background loop) embeds the queue in small
+batches that give way to the calls being served (see search/_background.py).
 A query then ranks like knowledge search: the keyword matches (all words, else any
 word) are ordered by 0.7 x cosine + 0.3 x normalised BM25; when no word matches at all,
 the entries nearest in meaning are returned (`match: "semantic"`).
@@ -15,9 +16,8 @@ import sqlite3
 import threading
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
-
 from ..._errors import EmbedderUnavailable
+from ...search._background import embed_in_background
 from ...search._embed import Embedder, LazyEmbedder
 from .._base import Entry, EntryPage
 from ._db import Database
@@ -35,7 +35,7 @@ KEYWORD_WEIGHT = 0.3
 RERANK_LIMIT = 200  # keyword matches re-ranked by meaning; beyond this, BM25 order
 NEAREST_FLOOR = 0.3  # cosine below which a word-less match is noise
 _NEAREST_CANDIDATES = 2000
-_BATCH = 64
+_BATCH = 8  # texts per background batch: about 0.1 s of one core between checks for requests
 
 
 def _sha(title: str, body: str) -> str:
@@ -141,12 +141,18 @@ class EntrySemantics:
             self._requeued_other_models = True
         done = 0
         while True:
-            batch = await db.read("upkeep", self._pending)
-            if not batch:
+            queued = await db.read("upkeep", self._pending)
+            if not queued:
                 return done
+            batch = [(rowid, title, body) for rowid, title, body, sha in queued if sha != _sha(title, body)]
+            if len(batch) < len(queued):  # text unchanged (a tags-only update): the vector stands
+                same = [rowid for rowid, title, body, sha in queued if sha == _sha(title, body)]
+                await db.write("upkeep", functools.partial(self._dequeue, rowids=same))
+            if not batch:
+                continue
             texts = [f"{title}\n\n{body}" for _, title, body in batch]
             try:
-                vectors = await anyio.to_thread.run_sync(self.embedder.embed_documents, texts)
+                vectors = await embed_in_background(self.embedder, texts)
             except EmbedderUnavailable:
                 return done  # no model: keyword ranking keeps working
             await db.write("upkeep", functools.partial(self._store, batch=batch, vectors=vectors))
@@ -158,16 +164,21 @@ class EntrySemantics:
             (self.embedder.name,),
         )
 
-    @staticmethod
-    def _pending(conn: sqlite3.Connection, now: float) -> list[tuple[int, str, str]]:
+    def _pending(self, conn: sqlite3.Connection, now: float) -> list[tuple[int, str, str, str | None]]:
+        """Queued entries: rowid, title, body, and the text digest of their current model's vector."""
         return [
-            (int(r[0]), r[1], r[2])
+            (int(r[0]), r[1], r[2], r[3])
             for r in conn.execute(
-                "SELECT p.rowid, e.title, e.body FROM pending_vectors AS p"
-                " JOIN entries AS e ON e.rowid = p.rowid LIMIT ?",
-                (_BATCH,),
+                "SELECT p.rowid, e.title, e.body, v.sha256 FROM pending_vectors AS p"
+                " JOIN entries AS e ON e.rowid = p.rowid"
+                " LEFT JOIN entry_vectors AS v ON v.rowid = p.rowid AND v.model = ? LIMIT ?",
+                (self.embedder.name, _BATCH),
             )
         ]
+
+    @staticmethod
+    def _dequeue(conn: sqlite3.Connection, now: float, *, rowids: list[int]) -> None:
+        conn.executemany("DELETE FROM pending_vectors WHERE rowid = ?", [(rowid,) for rowid in rowids])
 
     def _store(
         self, conn: sqlite3.Connection, now: float, *, batch: list[tuple[int, str, str]], vectors: np.ndarray

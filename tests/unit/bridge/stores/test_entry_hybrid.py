@@ -74,6 +74,26 @@ async def test_a_changed_entry_is_embedded_again(tmp_path: Path, minilm: LazyEmb
         await store.close()
 
 
+async def test_an_entry_whose_text_did_not_change_is_not_embedded_again(
+    tmp_path: Path, minilm: LazyEmbedder
+) -> None:
+    store = SqliteEntryStore(tmp_path / "e.db", embedder=minilm)
+    try:
+        await put(store, "x", "Deploy on Fridays", "Never deploy on Fridays.")
+        assert await store.upkeep() == 1
+        write = EntryWrite(
+            id="x", title="Deploy on Fridays", body="Never deploy on Fridays.", type="note", tags=("u",)
+        )
+        await store.set(write, ttl=None, if_version=None, operation_id=None)  # new tags, same text
+        assert await store.stale_vectors() == 1
+        assert await store.upkeep() == 0  # the vector stands
+        assert await store.stale_vectors() == 0
+        found = await search(store, "release at the end of the week")
+        assert [e["id"] for e in found["results"]] == ["x"]
+    finally:
+        await store.close()
+
+
 async def test_without_a_model_the_search_says_degraded(tmp_path: Path) -> None:
     def broken() -> Any:
         raise FileNotFoundError("no model here")
