@@ -79,7 +79,8 @@ def maintain(
     same error open an escalation report, resolved by the next run without that error.
 
     Exit codes: 0 the run succeeded (or was not due), 1 a step failed or timed out,
-    2 bad settings, 3 no memory here, 15 another run holds the lock.
+    2 bad settings, 3 no memory here (--undo: no such run to undo), 7 --undo of
+    something not a run id, 15 another run holds the lock.
 
     \b
     Example:
