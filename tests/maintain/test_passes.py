@@ -205,7 +205,9 @@ def test_a_run_archives_flags_and_truncates_and_undo_restores_it_exactly(
     assert after["knowledge", ids["decision.md"]] == before["knowledge", ids["decision.md"]]
     checklist = after["knowledge", ids["checklist.md"]]
     assert checklist[4] is False and "consolidate_truncated_at" in checklist[5]
-    assert checklist[1].startswith(LONG[:1200]) and "[truncated by memctl maintain at " in checklist[1]
+    words = checklist[1].split()  # Dify reads a document back as its segments joined
+    assert words[: len(LONG[:1200].split())] == LONG[:1200].split()
+    assert "[truncated by memctl maintain at " in checklist[1]
     assert len(checklist[1]) < 1400 and checklist[2] == before["knowledge", ids["checklist.md"]][2]
     plans = [v for (slot, _), v in after.items() if slot == "plans"]
     assert plans == [v for (slot, _), v in before.items() if slot == "plans"]

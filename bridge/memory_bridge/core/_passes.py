@@ -4,7 +4,7 @@ Local Dify MCP Memory's consolidate (its spec, section 11.2), in order:
 
 - **dedupe-by-lesson-key**: of the active lessons sharing a lesson key, the newest is kept;
   each other one is archived: marked `superseded_by` (the keeper's id) and
-  `consolidated_at`, then disabled.
+  `consolidated_at`, and disabled.
 - **staleness-flag**: an active lesson, bug-root-cause, feedback-rule or pattern-gotcha
   neither recalled, created nor changed within the window is marked `stale=true`; one
   marked that is no longer stale loses the mark. Written only when it changes.
@@ -91,9 +91,9 @@ class _Run:
         self.changes.append(_before(doc))
         if text is not None:
             await _rewrite(self.store, doc, text, doc.metadata, doc.origin)
-        await self.store.set_marks(doc.slot, doc.id, marks)
         if enabled is not None or text is not None:
             await self.store.set_enabled(doc.slot, doc.id, doc.enabled if enabled is None else enabled)
+        await self.store.set_marks(doc.slot, doc.id, marks)
 
 
 async def _rewrite(
