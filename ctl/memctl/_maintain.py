@@ -71,7 +71,7 @@ class Pass:
 
 PASSES: tuple[Pass, ...] = (
     Pass("compile", "merge the atoms of captured sessions into knowledge and lessons", True),
-    Pass("dedupe-by-sha256", "archive documents whose body is identical to a newer one", False),
+    Pass("dedupe-by-sha256", "archive documents whose body is identical to a newer one", True),
     Pass("dedupe-by-lesson-key", "archive lessons with the same module, task and error pattern", True),
     Pass("dedupe-by-similarity", "flag near-duplicate documents by embedding similarity", False),
     Pass("llm-merge-near-duplicates", "let the capture LLM merge or keep near-duplicates", False),

@@ -239,3 +239,36 @@ def test_undo_refuses_a_malformed_run_id_and_options_it_does_not_take(project: P
         cli, ["maintain", "--project", str(project), "--undo", "0123456789ab", "--dry-run"], env=bridge_env()
     )
     assert result.exit_code == 2 and "--undo takes none of --dry-run" in result.output
+
+
+def test_identical_bodies_keep_the_newest_and_the_lesson_merge_sees_only_it(
+    project: Path, opener: Opener
+) -> None:
+    scope = project.name
+    lesson = DocMetadata(scope=scope, atom_type="self-improvement-lesson", **KEY)
+
+    async def work(store: KnowledgeStore) -> list[str]:
+        ids = []
+        for name in ("copy-1.md", "copy-2.md"):
+            ids.append(
+                (
+                    await store.upsert("self_improvement", name, "Migrate first.", lesson, origin="t")
+                ).document_id
+            )
+            await anyio.sleep(1.1)
+        return ids
+
+    older, newer = anyio.run(_with, opener, work)
+    before = snapshot(opener)
+
+    result, report = maintain(project, "--passes", "dedupe-by-sha256,dedupe-by-lesson-key")
+
+    assert result.exit_code == 0, result.output
+    steps = {s["name"]: s["detail"] for s in report["steps"]}
+    assert steps == {"dedupe-by-sha256": "1 archived", "dedupe-by-lesson-key": "nothing to do"}
+    [archived] = report["actions"]["dedupe-by-sha256"]
+    assert (archived["documentId"], archived["keeper"]) == (older, newer)
+    after = snapshot(opener)
+    assert after["self_improvement", older][4] is False
+    assert after["self_improvement", older][5]["superseded_by"] == newer
+    assert after["self_improvement", newer] == before["self_improvement", newer]

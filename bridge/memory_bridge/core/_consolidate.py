@@ -10,6 +10,7 @@ stale documents and archived documents old enough to compress.
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -88,27 +89,40 @@ def _brief(doc: Document) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Candidates:
-    """What maintenance would act on in one slot, complete: lesson-key duplicates as
-    (key, keeper, loser), stale active documents, and long-archived (disabled) ones."""
+    """What maintenance would act on in one slot, complete: active documents with one body
+    and lesson-key duplicates, each as (sha256 or key, keeper, loser), stale active
+    documents, and long-archived (disabled) ones."""
 
     active: list[Document]
+    identical: list[tuple[str, Document, Document]]
     duplicates: list[tuple[str, Document, Document]]
     stale: list[Document]
     archived: list[Document]
 
 
-def _duplicates(active: list[Document]) -> list[tuple[str, Document, Document]]:
-    """One pair per loser: the keeper is the newest (then the smaller id) of its key."""
-    groups: dict[str, list[Document]] = defaultdict(list)
-    for doc in active:
-        key = _lesson_key(doc)
-        if key is not None:
-            groups[key].append(doc)
+def _pairs(groups: dict[str, list[Document]]) -> list[tuple[str, Document, Document]]:
+    """One pair per loser: the keeper is the newest (then the smaller id) of its group."""
     pairs = []
     for key, members in sorted(groups.items()):
         members.sort(key=lambda d: (-d.created_at, d.id))
         pairs += [(key, members[0], loser) for loser in members[1:]]
     return pairs
+
+
+def _duplicates(active: list[Document]) -> list[tuple[str, Document, Document]]:
+    groups: dict[str, list[Document]] = defaultdict(list)
+    for doc in active:
+        key = _lesson_key(doc)
+        if key is not None:
+            groups[key].append(doc)
+    return _pairs(groups)
+
+
+def _identical(active: list[Document]) -> list[tuple[str, Document, Document]]:
+    groups: dict[str, list[Document]] = defaultdict(list)
+    for doc in active:
+        groups[hashlib.sha256(doc.text.strip().encode()).hexdigest()].append(doc)
+    return _pairs(groups)
 
 
 def _last_active(doc: Document) -> float:
@@ -129,6 +143,7 @@ def slot_candidates(
     active = [d for d in docs if d.enabled]
     return Candidates(
         active=active,
+        identical=_identical(active),
         duplicates=_duplicates(active),
         stale=sorted((d for d in active if is_stale(d, now, stale_after_months)), key=_last_active),
         archived=sorted(

@@ -2,6 +2,8 @@
 
 Local Dify MCP Memory's consolidate (its spec, section 11.2), in order:
 
+- **dedupe-by-sha256**: of the active documents with one body (sha256 of the text,
+  stripped), the newest is kept; each other one is archived like a lesson-key loser.
 - **dedupe-by-lesson-key**: of the active lessons sharing a lesson key, the newest is kept;
   each other one is archived: marked `superseded_by` (the keeper's id) and
   `consolidated_at`, and disabled.
@@ -32,7 +34,7 @@ from ._consolidate import is_stale, refine_slots, slot_candidates
 
 __all__ = ["ARCHIVE_BODY_MAX", "NO_LLM_PASSES", "PassReport", "run_passes", "undo_changes"]
 
-NO_LLM_PASSES = ("dedupe-by-lesson-key", "staleness-flag", "compress-archived")
+NO_LLM_PASSES = ("dedupe-by-sha256", "dedupe-by-lesson-key", "staleness-flag", "compress-archived")
 ARCHIVE_BODY_MAX = 1200
 
 
@@ -123,13 +125,14 @@ async def _pass(
 ) -> list[dict[str, Any]]:
     found = slot_candidates(docs, run.now, stale_after_months, archive_age_days)
     actions: list[dict[str, Any]] = []
-    if name == "dedupe-by-lesson-key":
-        for key, keeper, loser in found.duplicates:
+    if name in ("dedupe-by-sha256", "dedupe-by-lesson-key"):
+        sha = name == "dedupe-by-sha256"
+        for key, keeper, loser in found.identical if sha else found.duplicates:
             marks = {"superseded_by": keeper.id, "consolidated_at": _instant(run.now)}
             await run.change(loser, marks, enabled=False)
             actions.append(
-                {"action": "archived", "documentId": loser.id, "name": loser.name, "lessonKey": key}
-                | {"keeper": keeper.id}
+                {"action": "archived", "documentId": loser.id, "name": loser.name}
+                | {"sha256" if sha else "lessonKey": key, "keeper": keeper.id}
             )
     elif name == "staleness-flag":
         for doc in found.active:

@@ -69,8 +69,8 @@ def maintain(
 
     Steps run in order, each stopped after --step-timeout: compile (in its own process
     group; skipped when capture is off), then the passes that tidy the refine slots:
-    lesson-key duplicates archived (superseded_by), stale lessons flagged, long-archived
-    documents truncated. A pass this memctl does not have yet (the LLM ones) says so on
+    identical bodies and lesson-key duplicates archived (superseded_by), stale lessons
+    flagged, long-archived documents truncated. A pass this memctl does not have yet (the LLM ones) says so on
     its own line (unavailable) and changes nothing. --dry-run says what each pass would do.
     Each document a run changes is kept as it was, and --undo RUN writes it back.
     Only one run per project at a time: a second one stops at once, doing nothing.
