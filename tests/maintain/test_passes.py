@@ -272,3 +272,27 @@ def test_identical_bodies_keep_the_newest_and_the_lesson_merge_sees_only_it(
     assert after["self_improvement", older][4] is False
     assert after["self_improvement", older][5]["superseded_by"] == newer
     assert after["self_improvement", newer] == before["self_improvement", newer]
+
+
+def test_a_flagged_document_recalled_since_loses_the_flag(
+    project: Path, opener: Opener, a_year_later: None
+) -> None:
+    meta = DocMetadata(scope=project.name, atom_type="bug-root-cause")
+
+    async def save(store: KnowledgeStore) -> str:
+        return (
+            await store.upsert("knowledge", "cause.md", "The tenant was missing.", meta, origin="t")
+        ).document_id
+
+    doc = anyio.run(_with, opener, save)
+    result, report = maintain(project, "--passes", "staleness-flag")
+    assert result.exit_code == 0 and report["steps"][0]["detail"] == "1 flagged"
+    assert snapshot(opener)["knowledge", doc][5] == {"stale": "true"}
+
+    async def recall(store: KnowledgeStore) -> int:
+        return await store.stamp_recalls("knowledge", [doc], now=time.time() + YEAR, window=0)
+
+    assert anyio.run(_with, opener, recall) == 1
+    result, report = maintain(project, "--passes", "staleness-flag")
+    assert result.exit_code == 0 and report["steps"][0]["detail"] == "1 unflagged"
+    assert snapshot(opener)["knowledge", doc][5] == {}
