@@ -402,7 +402,11 @@ class DifyKnowledgeStore:
             return False
         action = "enable" if enabled else "disable"
         await self.client.set_status(dataset.id, document_id, action)
-        if self._wait_indexed:  # Dify refuses a repeat while it re-indexes, and ignores it after
+        # Dify refuses a repeat while it re-indexes, and ignores it after: waiting for an
+        # enable's re-index. Not after a disable (retrieval skips a disabled document at
+        # once): Dify 1.14.2 sets its "being indexed" flag after queueing the task, so a
+        # fast task leaves the flag for ten minutes and the repeat could only time out.
+        if self._wait_indexed and enabled:
             await self.client.set_status(dataset.id, document_id, action)
         if enabled:  # re-indexing extracts Dify's own keywords again
             await self._after_indexing(dataset, document_id, enabled=True)
