@@ -193,7 +193,8 @@ def test_a_run_archives_flags_and_truncates_and_undo_restores_it_exactly(
         # Dify 1.14.2 queues a status change's index task before it sets the document's
         # `document_<id>_indexing` key (600 s; services/dataset_service.py, batch status
         # update): a task faster than that leaves the key, and Dify refuses every later
-        # status change of the document ("is being indexed") for ten minutes.
+        # status change of the document ("is being indexed") for ten minutes, so the
+        # undo's enable of a document the run just disabled fails when the race is lost.
         request.applymarker(pytest.mark.xfail(reason="Dify 1.14.2 status-change race", strict=False))
     ids = seed(opener, project.name)
     before = snapshot(opener)
@@ -212,7 +213,8 @@ def test_a_run_archives_flags_and_truncates_and_undo_restores_it_exactly(
     checklist = after["knowledge", ids["checklist.md"]]
     assert checklist[4] is False and "consolidate_truncated_at" in checklist[5]
     words = checklist[1].split()  # Dify reads a document back as its segments joined
-    assert words[: len(LONG[:1200].split())] == LONG[:1200].split()
+    kept = LONG[:1200].split()[:-1]  # the cut may split the last word
+    assert words[: len(kept)] == kept
     assert "[truncated by memctl maintain at " in checklist[1]
     assert len(checklist[1]) < 1400 and checklist[2] == before["knowledge", ids["checklist.md"]][2]
     plans = [v for (slot, _), v in after.items() if slot == "plans"]
