@@ -2,16 +2,19 @@
 
 A run takes the project's maintenance lock, then runs its steps in order, each in its own
 process group with a time limit: compile of the captured sessions first, then the
-maintenance passes. A pass this memctl does not have yet is recorded as `unavailable`
-with one line saying so, never as a result. Every run that is not a dry run writes one
-redacted record (`memory_bridge.core.record_run`), which `memctl status` and the
-`cron_health` tool read.
+maintenance passes. The passes that need no LLM (`memory_bridge.core.run_passes`) run
+in this process, each within the step time limit; a pass this memctl does not have yet is
+recorded as `unavailable` with one line saying so, never as a result. Every run that is
+not a dry run writes one redacted record (`memory_bridge.core.record_run`), which
+`memctl status` and the `cron_health` tool read, and, beside it, every document's state
+before the run changed it (`undo/<run>.json`, not redacted: it is what `--undo` writes back).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -22,10 +25,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import psutil
 
-from memory_bridge import Settings
-from memory_bridge.core import RunRecord, StepRecord, last_success_at, maintain_dir, record_run, redact
+from memory_bridge import InvalidInput, NotFound, Settings, write_atomically
+from memory_bridge.core import (
+    NO_LLM_PASSES,
+    RunRecord,
+    StepRecord,
+    last_success_at,
+    maintain_dir,
+    record_run,
+    redact,
+    run_passes,
+    undo_changes,
+)
+from memory_bridge.stores import open_knowledge_store
 
 from ._errors import MaintenanceLocked
 from ._launcher import installed_command
@@ -38,6 +53,7 @@ __all__ = [
     "chosen_passes",
     "due",
     "run_maintenance",
+    "undo_run",
 ]
 
 INTERVALS = {"hourly": 3600.0, "daily": 86400.0}
@@ -57,13 +73,13 @@ class Pass:
 
 PASSES: tuple[Pass, ...] = (
     Pass("compile", "merge the atoms of captured sessions into knowledge and lessons", True),
-    Pass("dedupe-by-sha256", "archive documents whose body is identical to a newer one", False),
-    Pass("dedupe-by-lesson-key", "archive lessons with the same module, task and error pattern", False),
+    Pass("dedupe-by-sha256", "archive documents whose body is identical to a newer one", True),
+    Pass("dedupe-by-lesson-key", "archive lessons with the same module, task and error pattern", True),
     Pass("dedupe-by-similarity", "flag near-duplicate documents by embedding similarity", False),
     Pass("llm-merge-near-duplicates", "let the capture LLM merge or keep near-duplicates", False),
-    Pass("staleness-flag", "flag lessons neither recalled nor created within the window", False),
+    Pass("staleness-flag", "flag lessons neither recalled nor created within the window", True),
     Pass("llm-semantic-refresh", "let the capture LLM keep, rewrite or archive stale documents", False),
-    Pass("compress-archived", "truncate the bodies of long-archived documents", False),
+    Pass("compress-archived", "truncate the bodies of long-archived documents", True),
 )
 
 
@@ -169,6 +185,59 @@ def _compile(settings: Settings, *, dry_run: bool, timeout: float, runner: Runne
     return StepRecord("compile", "dry-run" if dry_run else "ok", seconds, detail=detail, exit_code=0)
 
 
+_RUN_ID = re.compile(r"[0-9a-f]{12}")
+
+
+def _undo_path(project: Path, run_id: str) -> Path:
+    return maintain_dir(project) / "undo" / f"{run_id}.json"
+
+
+async def _store_passes(
+    settings: Settings,
+    names: list[str],
+    *,
+    dry_run: bool,
+    timeout: float,
+    changes: list[dict[str, Any]],
+    actions: dict[str, list[dict[str, Any]]],
+) -> list[StepRecord]:
+    """The passes that need no LLM, one after the other on the project's store; the
+    documents changed are added to `changes` (their state before) as they change."""
+    store = open_knowledge_store(settings)
+    steps = []
+    try:
+        for name in names:
+            started = time.monotonic()
+            try:
+                with anyio.fail_after(timeout):
+                    (report,) = await run_passes(
+                        store,
+                        [name],
+                        scope=settings.project_scope,
+                        policies=settings.consolidate_policies,
+                        stale_after_months=settings.consolidate_stale_after_months,
+                        archive_age_days=settings.consolidate_archive_age_days,
+                        now=time.time(),
+                        dry_run=dry_run,
+                        changes=changes,
+                    )
+            except TimeoutError:
+                seconds = round(time.monotonic() - started, 3)
+                steps.append(StepRecord(name, "timeout", seconds, error=f"timed out after {timeout:g} s"))
+                continue
+            seconds = round(time.monotonic() - started, 3)
+            actions[name] = report.actions
+            if report.errors:
+                error = "; ".join(report.errors)
+                steps.append(StepRecord(name, "failed", seconds, detail=report.detail, error=error))
+            else:
+                detail = ("would: " if dry_run else "") + report.detail
+                steps.append(StepRecord(name, "dry-run" if dry_run else "ok", seconds, detail=detail))
+    finally:
+        await store.close()
+    return steps
+
+
 def run_maintenance(
     settings: Settings,
     passes: list[Pass],
@@ -178,9 +247,9 @@ def run_maintenance(
     step_timeout: float,
     runner: Runner | None = None,
 ) -> dict[str, Any]:
-    """One run of the chosen passes, its record (redacted); raises `MaintenanceLocked` when
-    another run holds the lock. A dry run takes no lock and writes nothing; any other run
-    writes its record before it lets the lock go."""
+    """One run of the chosen passes, its record (redacted) and each pass's actions; raises
+    `MaintenanceLocked` when another run holds the lock. A dry run takes no lock and writes
+    nothing; any other run writes its record and what it changed before it lets the lock go."""
     lock = FileLock(maintain_dir(settings.project) / "maintain.lock", "maintain")
     if not dry_run and not lock.acquire():
         owner = lock_owner(lock.path) or {}
@@ -189,18 +258,71 @@ def run_maintenance(
             "nothing was done"
         )
     run = RunRecord(uuid.uuid4().hex[:12], time.time(), 0.0, trigger)
+    changes: list[dict[str, Any]] = []
+    actions: dict[str, list[dict[str, Any]]] = {}
     try:
+        store_passes = [p.name for p in passes if p.name in NO_LLM_PASSES]
         for step in passes:
             if step.name == "compile":
                 done = _compile(settings, dry_run=dry_run, timeout=step_timeout, runner=runner or run_process)
                 run.steps.append(done)
+            elif step.name in NO_LLM_PASSES:
+                if step.name == store_passes[0]:
+                    run.steps += anyio.run(
+                        lambda: _store_passes(
+                            settings,
+                            store_passes,
+                            dry_run=dry_run,
+                            timeout=step_timeout,
+                            changes=changes,
+                            actions=actions,
+                        )
+                    )
             else:
                 detail = f"not available yet in this memctl (it will {step.summary})"
                 run.steps.append(StepRecord(step.name, "unavailable", detail=detail))
         run.finished_at = time.time()
+        shown = json.loads(redact(json.dumps(actions)))
         if dry_run:
-            return {**json.loads(redact(json.dumps(run.to_dict()))), "dry_run": True}
-        return {**record_run(settings.project, run), "dry_run": False}
+            return {**json.loads(redact(json.dumps(run.to_dict()))), "dry_run": True, "actions": shown}
+        return {**record_run(settings.project, run), "dry_run": False, "actions": shown}
     finally:
         if not dry_run:
+            if changes:
+                undo = {"run_id": run.run_id, "changes": changes}
+                write_atomically(_undo_path(settings.project, run.run_id), json.dumps(undo), mode=0o600)
             lock.release()
+
+
+def undo_run(settings: Settings, run_id: str) -> dict[str, Any]:
+    """Write back every document a run changed, as it was before the run; the run's changes
+    are then set aside (`<run>.undone.json`) so they are not written back twice."""
+    if not _RUN_ID.fullmatch(run_id):
+        raise InvalidInput("--undo", f"{run_id!r} is not a run id (12 hex digits, as maintain prints)")
+    path = _undo_path(settings.project, run_id)
+    if not path.is_file():
+        raise NotFound(
+            f"run {run_id} of {settings.project} changed no document, was undone already, or never ran here"
+        )
+    changes = json.loads(path.read_text())["changes"]
+    lock = FileLock(maintain_dir(settings.project) / "maintain.lock", "maintain")
+    if not lock.acquire():
+        owner = lock_owner(lock.path) or {}
+        raise MaintenanceLocked(
+            f"another maintenance run of {settings.project} holds the lock (pid {owner.get('pid', '?')}); "
+            "nothing was undone"
+        )
+    try:
+
+        async def restore() -> int:
+            store = open_knowledge_store(settings)
+            try:
+                return await undo_changes(store, changes)
+            finally:
+                await store.close()
+
+        restored = anyio.run(restore)
+        path.rename(path.with_suffix(".undone.json"))
+    finally:
+        lock.release()
+    return {"ok": True, "run_id": run_id, "restored": restored, "changed": len(changes)}

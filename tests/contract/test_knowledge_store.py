@@ -312,3 +312,18 @@ async def test_recall_stamps_count_once_per_window_and_survive_an_update(kstore:
     listed, _ = await kstore.list_documents("knowledge", offset=0, limit=10)
     assert sorted(d.recall_count for d in listed) == [1, 2]
     assert await kstore.stamp_recalls("knowledge", [], now=now, window=0) == 0
+
+
+async def test_maintenance_marks_merge_unset_and_survive_an_update(kstore: KnowledgeStore) -> None:
+    saved = await kstore.upsert("knowledge", "a.md", "Retry webhooks five times.", meta(), origin="t")
+    doc_id = saved.document_id
+    marks = {"superseded_by": "other", "consolidated_at": "2026-12-01T00:00:00Z"}
+    assert await kstore.set_marks("knowledge", doc_id, marks)
+    assert await kstore.set_marks("knowledge", doc_id, {"stale": "true", "consolidated_at": ""})
+    await kstore.upsert("knowledge", "a.md", "Retry webhooks six times.", meta(), origin="t")
+    doc = await kstore.get("knowledge", doc_id)
+    assert doc is not None and doc.marks == {"superseded_by": "other", "stale": "true"}
+    assert doc.text == "Retry webhooks six times." and doc.metadata == meta()
+    [listed], _ = await kstore.list_documents("knowledge", offset=0, limit=10)
+    assert listed.marks == doc.marks
+    assert not await kstore.set_marks("knowledge", "no-such-document", {"stale": "true"})

@@ -258,7 +258,8 @@ def test_an_unstemmed_knowledge_index_is_rebuilt_stemmed(tmp_path: Path) -> None
             "INSERT INTO passages_fts (rowid, name, content) SELECT p.rowid, d.name, p.content"
             " FROM passages AS p JOIN documents AS d ON d.rowid = p.document"
         )
-        for column in ("last_recalled_at", "recall_count"):  # and without schema 3's recall stamps
+        # and without schema 3's recall stamps and schema 4's maintenance marks
+        for column in ("last_recalled_at", "recall_count", "marks"):
             conn.execute(f"ALTER TABLE documents DROP COLUMN {column}")
         conn.execute("PRAGMA user_version = 1")
     dry = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")

@@ -73,13 +73,14 @@ def test_a_run_compiles_names_the_passes_it_lacks_and_records_itself(project: Pa
 def test_text_output_has_one_line_per_step(project: Path) -> None:
     result = CliRunner().invoke(
         cli,
-        ["maintain", "--project", str(project), "--passes", "compile,staleness-flag"],
+        ["maintain", "--project", str(project), "--passes", "compile,staleness-flag,llm-semantic-refresh"],
         env=capture_env(project),
     )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert "  compile: skipped: capture is off (capture_provider = none)" in lines
-    assert any(line.startswith("  staleness-flag: unavailable: not available yet") for line in lines)
+    assert "  staleness-flag: ok: nothing to do" in lines
+    assert any(line.startswith("  llm-semantic-refresh: unavailable: not available yet") for line in lines)
 
 
 def test_dry_run_writes_nothing_and_takes_no_lock(project: Path, claude: FakeCli) -> None:

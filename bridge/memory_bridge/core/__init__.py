@@ -11,6 +11,13 @@ from .._lazy import lazy_attributes as _lazy_attributes
 
 _LAZY = {
     "Manifest": "._archive",
+    "Candidates": "._consolidate",
+    "consolidate_memory": "._consolidate",
+    "slot_candidates": "._consolidate",
+    "NO_LLM_PASSES": "._passes",
+    "PassReport": "._passes",
+    "run_passes": "._passes",
+    "undo_changes": "._passes",
     "AUDIT_CLASSES": "._audit",
     "audit_memory": "._audit",
     "retire": "._audit",
@@ -58,6 +65,7 @@ if _typing.TYPE_CHECKING:
     from ._archive import Manifest
     from ._audit import AUDIT_CLASSES, audit_memory, retire
     from ._backup import RestoreMode, RestoreReport, backup, restore
+    from ._consolidate import Candidates, consolidate_memory, slot_candidates
     from ._items import (
         DocumentItem,
         EntryItem,
@@ -76,6 +84,7 @@ if _typing.TYPE_CHECKING:
     )
     from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, save_to_dataset, slugify
     from ._migrate import MigrationStep, migrate, plan_migrations, user_version
+    from ._passes import NO_LLM_PASSES, PassReport, run_passes, undo_changes
     from ._redact import redact
     from ._runlog import (
         RunRecord,
@@ -93,6 +102,8 @@ else:
 __all__ = [
     "ATOM_TYPES",
     "AUDIT_CLASSES",
+    "NO_LLM_PASSES",
+    "Candidates",
     "DocumentItem",
     "EntryItem",
     "Item",
@@ -100,6 +111,7 @@ __all__ = [
     "KnowledgeContext",
     "Manifest",
     "MigrationStep",
+    "PassReport",
     "RestoreMode",
     "RestoreReport",
     "RunRecord",
@@ -108,6 +120,7 @@ __all__ = [
     "TransferReport",
     "audit_memory",
     "backup",
+    "consolidate_memory",
     "content_digest",
     "copy_entries",
     "cron_health",
@@ -127,9 +140,12 @@ __all__ = [
     "restore",
     "retire",
     "rollback_item",
+    "run_passes",
     "save_item",
     "save_to_dataset",
     "search_items",
+    "slot_candidates",
     "slugify",
+    "undo_changes",
     "user_version",
 ]

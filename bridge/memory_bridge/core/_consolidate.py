@@ -10,8 +10,10 @@ stale documents and archived documents old enough to compress.
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._errors import StoreError
@@ -20,7 +22,15 @@ from ._audit import project_documents
 from ._freshness import MONTH_DAYS, STALE_TYPES
 from ._knowledge import resolve_slot
 
-__all__ = ["DEFAULT_POLICIES", "POLICIES", "consolidate_memory"]
+__all__ = [
+    "DEFAULT_POLICIES",
+    "POLICIES",
+    "Candidates",
+    "consolidate_memory",
+    "is_stale",
+    "refine_slots",
+    "slot_candidates",
+]
 
 POLICIES = ("refine", "none")
 DEFAULT_POLICIES = {
@@ -77,50 +87,109 @@ def _brief(doc: Document) -> dict[str, Any]:
     return {"documentId": doc.id, "name": doc.name}
 
 
-def _duplicates(active: list[Document]) -> list[dict[str, Any]]:
-    """One pair per loser: the keeper is the newest (then the smaller id) of its key."""
+@dataclass(frozen=True)
+class Candidates:
+    """What maintenance would act on in one slot, complete: active documents with one body
+    and lesson-key duplicates, each as (sha256 or key, keeper, loser), stale active
+    documents, and long-archived (disabled) ones."""
+
+    active: list[Document]
+    identical: list[tuple[str, Document, Document]]
+    duplicates: list[tuple[str, Document, Document]]
+    stale: list[Document]
+    archived: list[Document]
+
+
+def _pairs(groups: dict[str, list[Document]]) -> list[tuple[str, Document, Document]]:
+    """One pair per loser: the keeper is the newest (then the smaller id) of its group."""
+    pairs = []
+    for key, members in sorted(groups.items()):
+        members.sort(key=lambda d: (-d.created_at, d.id))
+        pairs += [(key, members[0], loser) for loser in members[1:]]
+    return pairs
+
+
+def _duplicates(active: list[Document]) -> list[tuple[str, Document, Document]]:
     groups: dict[str, list[Document]] = defaultdict(list)
     for doc in active:
         key = _lesson_key(doc)
         if key is not None:
             groups[key].append(doc)
-    pairs = []
-    for key, members in sorted(groups.items()):
-        members.sort(key=lambda d: (-d.created_at, d.id))
-        keeper = members[0]
-        pairs += [
-            {"lessonKey": key, "keeper": _brief(keeper), "loser": _brief(loser)} for loser in members[1:]
-        ]
-    return pairs
+    return _pairs(groups)
+
+
+def _identical(active: list[Document]) -> list[tuple[str, Document, Document]]:
+    groups: dict[str, list[Document]] = defaultdict(list)
+    for doc in active:
+        groups[hashlib.sha256(doc.text.strip().encode()).hexdigest()].append(doc)
+    return _pairs(groups)
 
 
 def _last_active(doc: Document) -> float:
     return max(doc.created_at, doc.updated_at, doc.last_recalled_at or 0.0)
 
 
+def is_stale(doc: Document, now: float, stale_after_months: float) -> bool:
+    """A lesson, bug-root-cause, feedback-rule or pattern-gotcha neither recalled, created
+    nor changed within `stale_after_months` (search's age penalty uses the same rule)."""
+    stale_before = now - stale_after_months * MONTH_DAYS * _DAY
+    return doc.metadata.atom_type in STALE_TYPES and _last_active(doc) < stale_before
+
+
+def slot_candidates(
+    docs: Sequence[Document], now: float, stale_after_months: float, archive_age_days: float
+) -> Candidates:
+    """The candidates among one slot's documents at `now`."""
+    active = [d for d in docs if d.enabled]
+    return Candidates(
+        active=active,
+        identical=_identical(active),
+        duplicates=_duplicates(active),
+        stale=sorted((d for d in active if is_stale(d, now, stale_after_months)), key=_last_active),
+        archived=sorted(
+            (d for d in docs if not d.enabled and d.updated_at < now - archive_age_days * _DAY),
+            key=lambda d: d.updated_at,
+        ),
+    )
+
+
 def _project(
     docs: list[Document], now: float, stale_after_months: float, archive_age_days: float
 ) -> dict[str, Any]:
-    active = [d for d in docs if d.enabled]
-    stale_before = now - stale_after_months * MONTH_DAYS * _DAY
-    stale = [d for d in active if d.metadata.atom_type in STALE_TYPES and _last_active(d) < stale_before]
-    archived = [d for d in docs if not d.enabled and d.updated_at < now - archive_age_days * _DAY]
-    duplicates = _duplicates(active)
+    found = slot_candidates(docs, now, stale_after_months, archive_age_days)
     return {
-        "workingSetSize": len(active),
-        "disabledCount": len(docs) - len(active),
-        "lessonKeyDuplicateCandidates": len(duplicates),
-        "staleCandidates": len(stale),
-        "compressArchivedCandidatesApprox": len(archived),
+        "workingSetSize": len(found.active),
+        "disabledCount": len(docs) - len(found.active),
+        "lessonKeyDuplicateCandidates": len(found.duplicates),
+        "staleCandidates": len(found.stale),
+        "compressArchivedCandidatesApprox": len(found.archived),
         "candidates": {
-            "lessonKeyDuplicates": duplicates[:_SHOWN],
+            "lessonKeyDuplicates": [
+                {"lessonKey": key, "keeper": _brief(keeper), "loser": _brief(loser)}
+                for key, keeper, loser in found.duplicates[:_SHOWN]
+            ],
             "stale": [
                 {**_brief(d), "atomType": d.metadata.atom_type, "recallCount": d.recall_count}
-                for d in sorted(stale, key=_last_active)[:_SHOWN]
+                for d in found.stale[:_SHOWN]
             ],
-            "compressArchived": [_brief(d) for d in sorted(archived, key=lambda d: d.updated_at)[:_SHOWN]],
+            "compressArchived": [_brief(d) for d in found.archived[:_SHOWN]],
         },
     }
+
+
+async def refine_slots(
+    store: KnowledgeStore, slots: Sequence[str] | None, policies: Mapping[str, str]
+) -> tuple[dict[str, str], list[str], list[dict[str, str]]]:
+    """Each slot's policy, the refine slots (narrowed to `slots`, each of which must
+    exist) and the refusals; while there is a refusal, no slot may be maintained."""
+    existing = [s.name for s in await store.list_slots()]
+    if slots is not None:
+        slots = [await resolve_slot(store, slot) for slot in slots]
+    resolved, refusals = _policies(existing, policies)
+    refine = [
+        slot for slot in existing if resolved.get(slot) == "refine" and (slots is None or slot in slots)
+    ]
+    return resolved, refine, refusals
 
 
 async def consolidate_memory(
@@ -135,13 +204,7 @@ async def consolidate_memory(
 ) -> dict[str, Any]:
     """The read-only projection for this project's documents (scope `scope`); `slots`
     narrows the refine slots projected (each must exist)."""
-    existing = [s.name for s in await store.list_slots()]
-    if slots is not None:
-        slots = [await resolve_slot(store, slot) for slot in slots]
-    resolved, refusals = _policies(existing, policies)
-    refine = [
-        slot for slot in existing if resolved.get(slot) == "refine" and (slots is None or slot in slots)
-    ]
+    resolved, refine, refusals = await refine_slots(store, slots, policies)
     projected = [] if refusals else refine
     per_slot: dict[str, Any] = {}
     errors: list[dict[str, str]] = []

@@ -7,11 +7,12 @@ updates the document in place.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Literal, Protocol, runtime_checkable
 
 __all__ = [
+    "MARK_FIELDS",
     "METADATA_FIELDS",
     "DocMetadata",
     "Document",
@@ -45,6 +46,9 @@ class DocMetadata:
 
 
 METADATA_FIELDS = tuple(f.name for f in fields(DocMetadata))
+
+MARK_FIELDS = ("superseded_by", "consolidated_at", "stale", "last_refreshed_at", "consolidate_truncated_at")
+"""The marks `memctl maintain` leaves on a document (strings; absent or empty: unset)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,7 @@ class Document:
     origin: str = ""
     last_recalled_at: float | None = None  # when a search last returned it (recall stamping)
     recall_count: int = 0  # how many recalls were stamped (at most one per debounce window)
+    marks: dict[str, str] = field(default_factory=dict)  # maintenance marks (MARK_FIELDS), set ones only
 
     @property
     def word_count(self) -> int:
@@ -174,6 +179,10 @@ class KnowledgeStore(Protocol):
         more `recall_count` for each one not recalled within `window` seconds before `now`.
         Unknown ids are skipped; a store that cannot hold the stamps (a Dify dataset
         without the fields) does nothing. Returns how many were stamped."""
+
+    async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
+        """Merge maintenance marks (MARK_FIELDS) into a document's; an empty value unsets
+        one. Text, metadata and recall stamps are left alone. False if no such document."""
 
     async def count(self) -> int: ...
 

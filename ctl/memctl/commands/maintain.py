@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from .._maintain import INTERVALS, PASSES, Pass, chosen_passes, due, run_maintenance
+from .._maintain import INTERVALS, PASSES, Pass, chosen_passes, due, run_maintenance, undo_run
 from .._options import Duration, project_option
 from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
@@ -47,35 +47,63 @@ def _passes(ctx: click.Context, param: click.Parameter, value: str) -> list[Pass
     show_default=True,
     help="Stop a step (and everything it started) that runs longer than this.",
 )
+@click.option(
+    "--undo",
+    "undo",
+    metavar="RUN",
+    help="Write back every document run RUN changed, as it was before that run (once).",
+)
 @json_option
+@click.pass_context
 def maintain(
+    ctx: click.Context,
     project: Path | None,
     dry_run: bool,
     passes: list[Pass],
     if_due: bool,
     step_timeout: float,
+    undo: str | None,
     as_json: bool,
 ) -> None:
     """Run the maintenance job: compile captured sessions, then the maintenance passes.
 
-    Steps run in order, each in its own process group and stopped after --step-timeout:
-    compile (skipped when capture is off), then the passes that tidy memory. A pass this
-    memctl does not have yet says so on its own line (unavailable) and changes nothing.
+    Steps run in order, each stopped after --step-timeout: compile (in its own process
+    group; skipped when capture is off), then the passes that tidy the refine slots:
+    identical bodies and lesson-key duplicates archived (superseded_by), stale lessons
+    flagged, long-archived documents truncated. A pass this memctl does not have yet (the LLM ones) says so on
+    its own line (unavailable) and changes nothing. --dry-run says what each pass would do.
+    Each document a run changes is kept as it was, and --undo RUN writes it back.
     Only one run per project at a time: a second one stops at once, doing nothing.
     Each run (not --dry-run) writes one redacted record under .memory/maintain/, which
     `memctl status` and the cron_health tool read; three failures in a row with the
     same error open an escalation report, resolved by the next run without that error.
 
     Exit codes: 0 the run succeeded (or was not due), 1 a step failed or timed out,
-    2 bad settings, 3 no memory here, 15 another run holds the lock.
+    2 bad settings, 3 no memory here (--undo: no such run to undo), 7 --undo of
+    something not a run id, 15 another run holds the lock.
 
     \b
     Example:
       memctl maintain --dry-run
       memctl maintain --passes compile --json
       memctl maintain --project ~/src/app --if-due
+      memctl maintain --undo 3f2a9c01b7de
     """
     settings = provisioned_settings(project)
+    if undo is not None:
+        given = [
+            name
+            for name, param in (("--dry-run", "dry_run"), ("--passes", "passes"), ("--if-due", "if_due"))
+            if ctx.get_parameter_source(param) is click.core.ParameterSource.COMMANDLINE
+        ]
+        if given:
+            raise click.UsageError(f"--undo takes none of {', '.join(given)}")
+        undone = undo_run(settings, undo)
+        if as_json:
+            emit_json(undone)
+        else:
+            console.print(f"run {undone['run_id']} undone: {undone['restored']} documents restored")
+        return
     if if_due and not dry_run:
         record = recorded_project(settings.project)
         schedule = record.schedule if record is not None else None

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -419,6 +419,10 @@ class DurableKnowledgeStore:
     ) -> int:
         """Not queued: a recall stamp lost to an outage is not worth replaying."""
         return await self.inner.stamp_recalls(slot, document_ids, now=now, window=window)
+
+    async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
+        """Not queued: maintenance runs again, and records what it did."""
+        return await self.inner.set_marks(slot, document_id, marks)
 
     async def count(self) -> int:
         return await self.inner.count()

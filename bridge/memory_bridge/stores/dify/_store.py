@@ -23,7 +23,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -34,6 +34,7 @@ import httpx
 from ..._errors import InvalidInput, MetadataPending, NotFound, StoreError
 from .._clock import format_instant
 from .._knowledge import (
+    MARK_FIELDS,
     METADATA_FIELDS,
     DocMetadata,
     Document,
@@ -51,7 +52,7 @@ __all__ = ["DifyKnowledgeStore"]
 log = logging.getLogger("memctl.dify")
 
 _RECALL_FIELDS = ("last_recalled_at", "recall_count")
-_OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha", *_RECALL_FIELDS)
+_OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha", *_RECALL_FIELDS, *MARK_FIELDS)
 _SCALAR = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 _WAIT_SECONDS = 30.0
 _SUBSTRING_CANDIDATES = 200
@@ -371,6 +372,7 @@ class DifyKnowledgeStore:
             origin=values.get("memctl_origin", ""),
             last_recalled_at=last_recalled_at,
             recall_count=recall_count,
+            marks={name: values[name] for name in MARK_FIELDS if values.get(name)},
         )
 
     async def get(self, slot: str, document_id: str) -> Document | None:
@@ -400,7 +402,11 @@ class DifyKnowledgeStore:
             return False
         action = "enable" if enabled else "disable"
         await self.client.set_status(dataset.id, document_id, action)
-        if self._wait_indexed:  # Dify refuses a repeat while it re-indexes, and ignores it after
+        # Dify refuses a repeat while it re-indexes, and ignores it after: waiting for an
+        # enable's re-index. Not after a disable (retrieval skips a disabled document at
+        # once): Dify 1.14.2 sets its "being indexed" flag after queueing the task, so a
+        # fast task leaves the flag for ten minutes and the repeat could only time out.
+        if self._wait_indexed and enabled:
             await self.client.set_status(dataset.id, document_id, action)
         if enabled:  # re-indexing extracts Dify's own keywords again
             await self._after_indexing(dataset, document_id, enabled=True)
@@ -440,6 +446,18 @@ class DifyKnowledgeStore:
         if operations:
             await self.client.set_metadata_many(dataset.id, operations)
         return len(operations)
+
+    async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
+        """Only the marks given, merged into the document's metadata (installing the fields
+        on a dataset that lacks them)."""
+        dataset = await self._dataset(slot)
+        try:
+            await self.client.get_document(dataset.id, document_id)
+        except NotFound:
+            return False
+        fields = await self._install_schema(dataset)
+        await self._write_metadata(dataset, fields, document_id, dict(marks))
+        return True
 
     # -- search -----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,7 @@ __all__ = ["SqliteKnowledgeStore"]
 _DOC_COLUMNS = (
     "d.rowid, d.id, s.name, d.name, d.text, d.enabled, d.created_at, d.updated_at, d.origin, "
     "d.atom_type, d.project_module, d.language, d.task_type, d.error_pattern, d.scope, "
-    "d.last_recalled_at, d.recall_count"
+    "d.last_recalled_at, d.recall_count, d.marks"
 )
 _SCALAR_FILTERS = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 
@@ -86,6 +86,7 @@ def _document(conn: sqlite3.Connection, row: Sequence[Any]) -> Document:
         origin=row[8],
         last_recalled_at=row[15],
         recall_count=int(row[16]),
+        marks=json.loads(row[17] or "{}"),
     )
 
 
@@ -356,6 +357,25 @@ class SqliteKnowledgeStore:
             return 0
         await self._ensure_default_slots()
         return await self._db.write("stamp_recalls", run)
+
+    async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
+        def run(conn: sqlite3.Connection, _: float) -> bool:
+            slot_id = self._slot_id(conn, slot)
+            row = conn.execute(
+                "SELECT marks FROM documents WHERE slot_id = ? AND id = ?", (slot_id, document_id)
+            ).fetchone()
+            if row is None:
+                return False
+            merged = {**json.loads(row[0] or "{}"), **marks}
+            kept = {k: v for k, v in sorted(merged.items()) if v}
+            conn.execute(
+                "UPDATE documents SET marks = ? WHERE slot_id = ? AND id = ?",
+                (json.dumps(kept), slot_id, document_id),
+            )
+            return True
+
+        await self._ensure_default_slots()
+        return await self._db.write("set_marks", run)
 
     # -- search -----------------------------------------------------------------------------
 

@@ -78,6 +78,10 @@ _MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE documents ADD COLUMN last_recalled_at REAL;
     ALTER TABLE documents ADD COLUMN recall_count INTEGER NOT NULL DEFAULT 0;
     """,
+    # 4: maintenance marks (superseded_by, stale, ...), a JSON object of the set ones.
+    """
+    ALTER TABLE documents ADD COLUMN marks TEXT NOT NULL DEFAULT '{}';
+    """,
 )
 
 KNOWLEDGE_SCHEMA_VERSION = len(_MIGRATIONS)
