@@ -173,7 +173,7 @@ class Settings(BaseSettings):
     consolidate_policies: dict[str, str] = Field(
         default_factory=dict,
         description="Slot name -> consolidate policy, `refine` (maintained) or `none` (left alone), over "
-        "the built-in knowledge and self_improvement = refine, plans, investigations and daily = none. "
+        "the built-in defaults (knowledge, self_improvement: refine; plans, investigations, daily: none). "
         "Every other slot must be declared: consolidate_memory refuses while a slot has no policy or an "
         "invalid one.",
     )
