@@ -24,12 +24,28 @@ def server(project: Path) -> Iterator[Server]:
         yield running
 
 
+WAIT = 10  # seconds a page may take to answer on a busy machine
+
+
 def text(browser: Browser, css: str) -> str:
-    return str(browser.driver.find_element(By.CSS_SELECTOR, css).text)
+    """The text of the first element matching `css`, once the page has one."""
+    found = WebDriverWait(browser.driver, WAIT).until(
+        expected_conditions.presence_of_element_located((By.CSS_SELECTOR, css))
+    )
+    return str(found.text)
 
 
 def click(browser: Browser, css: str) -> None:
+    """Click an element that keeps the page (a confirm dialog, a script's action)."""
     browser.driver.find_element(By.CSS_SELECTOR, css).click()
+
+
+def follow(browser: Browser, css: str, by: str = By.CSS_SELECTOR) -> None:
+    """Click a link or a form's button and wait until the browser has left the page: a click
+    returns before the next page loads, so the old page's elements would still be found."""
+    page = browser.driver.find_element(By.TAG_NAME, "html")
+    browser.driver.find_element(by, css).click()
+    WebDriverWait(browser.driver, WAIT).until(expected_conditions.staleness_of(page))
 
 
 def only_local(browser: Browser, server: Server) -> None:
@@ -68,7 +84,7 @@ def test_search_open_roll_back_and_disable_with_javascript(
         box.submit()
         assert text(browser, "h1") == "Search"
         browser.shot("search")
-        click(browser, "#hits a[href='/entry/release%2Fprocess']")
+        follow(browser, "#hits a[href='/entry/release%2Fprocess']")
         assert text(browser, "#ref") == "entry:release/process"
         assert text(browser, "#text") == "Tag, build, sign, publish."
         browser.shot("entry")
@@ -88,9 +104,9 @@ def test_search_open_roll_back_and_disable_with_javascript(
         not_owned(browser)
         browser.shot("entry-hostile")
 
-        click(browser, "nav a[href='/knowledge']")
-        click(browser, ".slots a[href='/knowledge?slot=knowledge']")
-        driver.find_element(By.LINK_TEXT, "deploy.md").click()
+        follow(browser, "nav a[href='/knowledge']")
+        follow(browser, ".slots a[href='/knowledge?slot=knowledge']")
+        follow(browser, "deploy.md", By.LINK_TEXT)
         assert text(browser, "h1") == "knowledge/deploy.md"
         browser.shot("document")
         click(browser, "#disable")
@@ -100,7 +116,7 @@ def test_search_open_roll_back_and_disable_with_javascript(
         assert documents(project)[("knowledge", "deploy.md")][2] is False
 
         for page in ("lessons", "capture", "status"):
-            click(browser, f"nav a[href='/{page}']")
+            follow(browser, f"nav a[href='/{page}']")
             browser.shot(page)
         not_owned(browser)
         only_local(browser, server)
@@ -121,7 +137,7 @@ def test_reading_and_correcting_without_javascript(server: Server, artifacts: Pa
         assert text(browser, "#ref") == "entry:release/process"
         assert "+Tag, build, sign, publish." in text(browser, "#revision-2 pre.diff")
         browser.shot("nojs-entry")
-        click(browser, "#revision-1 form.rollback button")  # no confirm without JavaScript: plain POST
+        follow(browser, "#revision-1 form.rollback button")  # no confirm without JavaScript: plain POST
         assert "rolled back to revision 1" in text(browser, "#done")
         assert entry_records(project)["release/process"]["entry"]["body"] == "Tag, build, publish."
 
@@ -132,9 +148,9 @@ def test_reading_and_correcting_without_javascript(server: Server, artifacts: Pa
         driver.get(server.url + "knowledge?slot=knowledge")
         assert "deploy.md" in text(browser, "#documents")
         browser.shot("nojs-knowledge")
-        driver.find_element(By.LINK_TEXT, "deploy.md").click()
+        follow(browser, "deploy.md", By.LINK_TEXT)
         browser.shot("nojs-document")
-        click(browser, "#delete")  # the box is not ticked: refused, nothing deleted
+        follow(browser, "#delete")  # the box is not ticked: refused, nothing deleted
         assert "tick the box" in text(browser, "#error")
         assert ("knowledge", "deploy.md") in documents(project)
 
