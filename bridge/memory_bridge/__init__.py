@@ -26,6 +26,7 @@ from ._errors import (
 from ._lazy import lazy_attributes as _lazy_attributes
 
 _LAZY = {
+    "bound_socket": "._sockets",
     "find_project": "._settings",
     "pin_scope": "._identity",
     "pinned_scope": "._identity",
@@ -57,6 +58,7 @@ if _typing.TYPE_CHECKING:
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
     from ._settings import Settings, find_project, load_settings, read_token_file
+    from ._sockets import bound_socket
     from ._tokens import new_token, rotate_token
     from .stores import Entry, EntryStore, EntryWrite, open_entry_store
 else:
@@ -78,6 +80,7 @@ __all__ = [
     "StoreError",
     "StoreFailed",
     "StoreUnavailable",
+    "bound_socket",
     "build_server",
     "find_project",
     "load_settings",

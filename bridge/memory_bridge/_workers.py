@@ -19,32 +19,20 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from types import FrameType
 
-from ._errors import ConfigError
+from ._sockets import bound_socket
 
 __all__ = ["listening_socket", "reserve_port", "run_workers"]
-
-
-def _socket(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from exc
-    return sock
 
 
 def reserve_port(host: str, port: int) -> socket.socket:
     """A socket bound (not listening, so it takes no connections) to the port the workers
     share: it fails start-up when the port is taken and resolves port 0 once for all."""
-    return _socket(host, port)
+    return bound_socket(host, port, share_port=True)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
     """One worker's own listening socket on the shared port."""
-    sock = _socket(host, port)
+    sock = bound_socket(host, port, share_port=True)
     sock.listen(2048)
     return sock
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import anyio
 import click
 import uvicorn
 
-from memory_bridge import ConfigError, Settings, read_token_file
+from memory_bridge import ConfigError, Settings, bound_socket, read_token_file
 
 from .._lookup import item_stores
 from .._options import project_option
@@ -39,18 +38,6 @@ async def _check_stores(settings: Settings) -> None:
     async with item_stores(settings) as stores:
         await stores.entries.ping()
         await stores.knowledge.ping()
-
-
-def _bind(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((_HOST, port))
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(f"cannot listen on {_HOST}:{port}: {exc.strerror}; pick another --port") from None
-    sock.listen(128)
-    return sock
 
 
 @click.command()
@@ -83,7 +70,8 @@ def ui(project: Path | None, port: int, as_json: bool) -> None:
     settings = provisioned_settings(project)
     auth = Auth(_project_token(settings))
     anyio.run(_check_stores, settings)
-    sock = _bind(port)
+    sock = bound_socket(_HOST, port, hint="; pick another --port")
+    sock.listen(128)
     bound = sock.getsockname()[1]
     url = f"http://{_HOST}:{bound}/"
     login = f"{url}login?code={auth.login_code}"
