@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -17,3 +18,12 @@ def git_commit(repo: Path) -> str | None:
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
+
+
+def clean_env(embedding_model: str | None = "none") -> dict[str, str]:
+    """This process's environment without the user's memctl and memory-mcp settings, so a
+    benchmark measures the defaults; `embedding_model` set unless None."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
+    if embedding_model is not None:
+        env["MEMCTL_EMBEDDING_MODEL"] = embedding_model
+    return env

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import resource
 import sqlite3
@@ -37,7 +36,8 @@ from typing import Any
 
 import anyio
 
-from _env import git_commit
+from _env import clean_env, git_commit
+from _fill import import_entries
 from _servers import valkey_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,29 +78,6 @@ def _records(n: int) -> Any:
         yield EntryRecord(id, entry, 3, history, expires)
 
 
-async def _fill(project: Path, n: int) -> None:
-    from memory_bridge import load_settings, open_entry_store
-
-    store = open_entry_store(load_settings(project=project, embedding_model="none"))
-    try:
-        batch = []
-        for record in _records(n):
-            batch.append(record)
-            if len(batch) == 1000:
-                await store.import_records(batch)
-                batch = []
-        if batch:
-            await store.import_records(batch)
-    finally:
-        await store.close()
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
-    env["MEMCTL_EMBEDDING_MODEL"] = "none"
-    return env
-
-
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -112,7 +89,7 @@ def _memctl(*args: str, env: dict[str, str] | None = None) -> tuple[float, float
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "memctl", *args, "--json"],
-        env={**_env(), **(env or {})},
+        env={**clean_env(), **(env or {})},
         capture_output=True,
         text=True,
     )
@@ -155,7 +132,7 @@ def main() -> int:
         source = base / "source"
         print(f"filling {n} entries (3 revisions each) ...", file=sys.stderr, flush=True)
         fill = time.perf_counter()
-        anyio.run(_fill, source, n)
+        anyio.run(import_entries, source, _records(n))
         print(f"  filled in {time.perf_counter() - fill:.1f} s", file=sys.stderr, flush=True)
         db = source / ".memory" / "entries.db"
         size_mb = db.stat().st_size / 1e6
@@ -166,6 +143,8 @@ def main() -> int:
         rows.append(("baseline: sqlite3 iterdump (.dump)", wall, cpu, ""))
 
         archive = base / "sqlite.tar.gz"
+        for fresh in ("restored", "kv"):  # a project is an existing directory
+            (base / fresh).mkdir()
         steps: list[tuple[str, list[str], dict[str, str] | None]] = [
             ("backup (embedded)", ["backup", "--project", str(source), "-o", str(archive)], None),
             (

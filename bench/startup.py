@@ -25,7 +25,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from _env import git_commit
+from _env import clean_env, git_commit
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET_RATIO = 1.2  # issue 20: memctl's median at most 1.2x the floor's
@@ -73,7 +73,7 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 
 async def measure(runs: int, baseline: Path | None) -> dict[str, object]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
+    env = clean_env(None)
     envs = {"memctl": env, "floor": env}
     with tempfile.TemporaryDirectory(prefix="memctl-bench-startup-") as tmp:
         root = Path(tmp)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import random
 import re
@@ -37,18 +36,13 @@ from typing import Any
 import anyio
 import httpx
 
-from _env import git_commit
+from _env import clean_env, git_commit
+from _fill import import_entries
 from _mcp import call_tool, open_client
 from _servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = ("deploy", "timeout", "cache", "retry", "schema", "token", "index", "backup", "queue", "shard")
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
-    env["MEMCTL_EMBEDDING_MODEL"] = "none"
-    return env
 
 
 def _records(n: int) -> Iterator[Any]:
@@ -79,21 +73,10 @@ def _records(n: int) -> Iterator[Any]:
 
 async def _fill(project: Path, n: int) -> None:
     from memory_bridge import load_settings
-    from memory_bridge.stores import DocMetadata, open_entry_store, open_knowledge_store
+    from memory_bridge.stores import DocMetadata, open_knowledge_store
 
     settings = load_settings(project=project, embedding_model="none")
-    store = open_entry_store(settings)
-    try:
-        batch = []
-        for record in _records(n):
-            batch.append(record)
-            if len(batch) == 1000:
-                await store.import_records(batch)
-                batch = []
-        if batch:
-            await store.import_records(batch)
-    finally:
-        await store.close()
+    await import_entries(project, _records(n))
     knowledge = open_knowledge_store(settings)
     try:
         await knowledge.create_slot("knowledge")
@@ -123,7 +106,7 @@ def _process(args: list[str], log: Path) -> Iterator[subprocess.Popen[str]]:
     with log.open("w") as stderr:
         process = subprocess.Popen(
             [sys.executable, "-m", "memctl", *args],
-            env=_env(),
+            env=clean_env(),
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
@@ -229,7 +212,7 @@ def main() -> int:
 
         rotated = subprocess.run(
             [sys.executable, "-m", "memctl", "token", "rotate", "--project", str(project), "--json"],
-            env=_env(),
+            env=clean_env(),
             capture_output=True,
             text=True,
         )

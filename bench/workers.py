@@ -36,7 +36,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from _env import git_commit
+from _env import clean_env, git_commit
 from _mcp import call_tool
 from _proc import ProcStats
 from _servers import ValkeyServer, free_port, valkey_server
@@ -50,8 +50,7 @@ def bridge(project: Path, workers: int, entry_store: str | None) -> Iterator[tup
     """`memctl serve --http --workers N` until the block ends: its URL and process ids."""
     port = free_port()
     project.mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
-    env["MEMCTL_EMBEDDING_MODEL"] = "none"
+    env = clean_env()
     argv = [sys.executable, "-m", "memctl", "serve", "--project", str(project), "--http"]
     argv += [] if entry_store is None else ["--entry-store", entry_store]
     process = subprocess.Popen(
