@@ -115,12 +115,14 @@ def test_a_step_past_its_timeout_is_killed_and_the_run_fails(project: Path, clau
     claude.script({"hang": True})
     env = capture_env(claude.bin_dir, MEMCTL_CAPTURE_PROVIDER="claude", MEMCTL_CAPTURE_RETRIES="0")
 
-    result, report = maintain(project, env, "--passes", "compile", "--step-timeout", "3s")
+    result, report = maintain(
+        project, env, "--passes", "compile", "--step-timeout", "8s"
+    )  # room to reach the LLM on a busy machine
 
     assert result.exit_code == 1, result.output
     [step] = report["steps"]
-    assert step["outcome"] == "timeout" and step["error"] == "timed out after 3 s"
-    assert report["error"] == "compile: timed out after 3 s"
+    assert step["outcome"] == "timeout" and step["error"] == "timed out after 8 s"
+    assert report["error"] == "compile: timed out after 8 s"
     assert records(project)[0]["signature"] == "compile-timed-out-after-n-s"
     assert len(claude.calls()) == 1  # the LLM was asked, then killed with compile
     assert live_processes_under(claude.bin_dir) == [], "the LLM CLI (a session of its own) outlived the step"
