@@ -42,6 +42,7 @@ from memory_bridge.core import (
 )
 from memory_bridge.stores import open_knowledge_store
 
+from . import _compact
 from ._errors import MaintenanceLocked
 from ._launcher import installed_command
 from .capture._lock import FileLock, lock_owner
@@ -80,6 +81,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("staleness-flag", "flag lessons neither recalled nor created within the window", True),
     Pass("llm-semantic-refresh", "let the capture LLM keep, rewrite or archive stale documents", False),
     Pass("compress-archived", "truncate the bodies of long-archived documents", True),
+    Pass(_compact.NAME, "link entries that name each other: backlink blocks and stubs", True),
 )
 
 
@@ -245,6 +247,7 @@ def run_maintenance(
     dry_run: bool,
     trigger: str,
     step_timeout: float,
+    compact_budget: float | None = None,
     runner: Runner | None = None,
 ) -> dict[str, Any]:
     """One run of the chosen passes, its record (redacted) and each pass's actions; raises
@@ -259,6 +262,7 @@ def run_maintenance(
         )
     run = RunRecord(uuid.uuid4().hex[:12], time.time(), 0.0, trigger)
     changes: list[dict[str, Any]] = []
+    entry_changes: list[dict[str, Any]] = []
     actions: dict[str, list[dict[str, Any]]] = {}
     try:
         store_passes = [p.name for p in passes if p.name in NO_LLM_PASSES]
@@ -278,6 +282,18 @@ def run_maintenance(
                             actions=actions,
                         )
                     )
+            elif step.name == _compact.NAME:
+                done = anyio.run(
+                    lambda: _compact.compact_step(
+                        settings,
+                        dry_run=dry_run,
+                        budget=settings.compact_budget_seconds if compact_budget is None else compact_budget,
+                        timeout=step_timeout,
+                        changes=entry_changes,
+                        actions=actions,
+                    )
+                )
+                run.steps.append(done)
             else:
                 detail = f"not available yet in this memctl (it will {step.summary})"
                 run.steps.append(StepRecord(step.name, "unavailable", detail=detail))
@@ -288,8 +304,8 @@ def run_maintenance(
         return {**record_run(settings.project, run), "dry_run": False, "actions": shown}
     finally:
         if not dry_run:
-            if changes:
-                undo = {"run_id": run.run_id, "changes": changes}
+            if changes or entry_changes:
+                undo = {"run_id": run.run_id, "changes": changes, "entries": entry_changes}
                 write_atomically(_undo_path(settings.project, run.run_id), json.dumps(undo), mode=0o600)
             lock.release()
 
@@ -304,7 +320,8 @@ def undo_run(settings: Settings, run_id: str) -> dict[str, Any]:
         raise NotFound(
             f"run {run_id} of {settings.project} changed no document, was undone already, or never ran here"
         )
-    changes = json.loads(path.read_text())["changes"]
+    undo = json.loads(path.read_text())
+    changes, entry_changes = undo["changes"], undo.get("entries", [])
     lock = FileLock(maintain_dir(settings.project) / "maintain.lock", "maintain")
     if not lock.acquire():
         owner = lock_owner(lock.path) or {}
@@ -321,8 +338,16 @@ def undo_run(settings: Settings, run_id: str) -> dict[str, Any]:
             finally:
                 await store.close()
 
-        restored = anyio.run(restore)
+        restored = anyio.run(restore) if changes else 0
+        entries, left = _compact.undo_entries(settings, entry_changes) if entry_changes else (0, [])
         path.rename(path.with_suffix(".undone.json"))
     finally:
         lock.release()
-    return {"ok": True, "run_id": run_id, "restored": restored, "changed": len(changes)}
+    return {
+        "ok": True,
+        "run_id": run_id,
+        "restored": restored,
+        "changed": len(changes),
+        "entries_restored": entries,
+        "entries_left": left,
+    }
