@@ -15,7 +15,7 @@ import anyio
 
 from memory_bridge import Settings, StoreError
 from memory_bridge.core import COMPACT_EXIT_CODES, StepRecord, compact_entries, undo_compaction
-from memory_bridge.stores import open_entry_store
+from memory_bridge.stores import entry_store_scheme, open_entry_store, sqlite_path
 
 __all__ = ["NAME", "compact_step", "undo_entries"]
 
@@ -37,6 +37,9 @@ async def compact_step(
     def took() -> float:
         return round(time.monotonic() - started, 3)
 
+    if entry_store_scheme(settings.entry_store) == "sqlite" and not sqlite_path(settings).exists():
+        detail = "nothing to do: no entry store yet (nothing has saved an entry)"
+        return StepRecord(NAME, "dry-run" if dry_run else "ok", took(), detail=detail, exit_code=0)
     store = open_entry_store(settings)
     try:
         with anyio.fail_after(timeout):

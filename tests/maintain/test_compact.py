@@ -297,3 +297,11 @@ def test_compaction_runs_last_in_the_whole_job(project: Path, env: dict[str, str
     assert result.exit_code == 0, result.output
     assert report["steps"][-1]["name"] == "compact-entries"
     assert report["steps"][-1]["detail"] == "would: 2 entries, 1 links: 1 backlinks"
+
+
+def test_a_project_without_entries_gets_no_entry_store(project: Path) -> None:
+    result, _, step = compact(project, bridge_env())
+
+    assert result.exit_code == 0, result.output
+    assert step["detail"] == "nothing to do: no entry store yet (nothing has saved an entry)"
+    assert not (project / ".memory" / "entries.db").exists()
