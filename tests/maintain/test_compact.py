@@ -184,8 +184,8 @@ class _AgentInTheWay:
     """The job's entry store, with an agent writing the target entry just before the job's
     first `times` writes to it (between its census and its compare-and-set)."""
 
-    def __init__(self, inner: EntryStore, target: str, times: int) -> None:
-        self._inner, self._target, self._left = inner, target, times
+    def __init__(self, inner: EntryStore, target: str, times: int, *, delete: bool = False) -> None:
+        self._inner, self._target, self._left, self._delete = inner, target, times, delete
         self.agent_bodies: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
@@ -194,6 +194,9 @@ class _AgentInTheWay:
     async def set(self, write: EntryWrite, **kwargs: Any) -> Any:
         if write.id == self._target and self._left:
             self._left -= 1
+            if self._delete:
+                assert await self._inner.delete(write.id) is not None
+                return await self._inner.set(write, **kwargs)
             body = f"Rewritten by an agent ({len(self.agent_bodies) + 1})."
             self.agent_bodies.append(body)
             agent = EntryWrite(write.id, "Agent's title", body, "decision", (), "agent", "app")
@@ -305,3 +308,18 @@ def test_a_project_without_entries_gets_no_entry_store(project: Path) -> None:
     assert result.exit_code == 0, result.output
     assert step["detail"] == "nothing to do: no entry store yet (nothing has saved an entry)"
     assert not (project / ".memory" / "entries.db").exists()
+
+
+def test_an_entry_an_agent_deletes_between_read_and_write_stays_deleted(
+    project: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    save(project, env, ("a:one", "One", "Plain."), ("b:two", "Two", "Names a:one."))
+    monkeypatch.setattr(
+        _compact, "open_entry_store", lambda s: _AgentInTheWay(open_entry_store(s), "a:one", 1, delete=True)
+    )
+
+    result, report, step = compact(project, env)
+
+    assert result.exit_code == 0, result.output
+    assert step["outcome"] == "ok" and report["actions"]["compact-entries"] == []
+    assert "a:one" not in snapshot(project, env), "no stub takes a deleted entry's place"

@@ -139,6 +139,8 @@ class CompactReport:
 
     @property
     def detail(self) -> str:
+        if self.outcome == "truncated":
+            return f"more than {self.entries} entries: the census stopped there"
         counts: dict[str, int] = {}
         for action in self.actions:
             counts[action["action"]] = counts.get(action["action"], 0) + 1
@@ -236,8 +238,10 @@ async def _apply(
         if attempt == 2:
             break
         current = await store.get(plan.id)  # counts a hit, as memory-mcp's census over memory_get did
-        entry, revision = (None, outcome.current_revision) if current is None else current
-        if entry is not None and entry.ttl:
+        if current is None:  # deleted meanwhile: a deletion is deliberate, no stub takes its place
+            return {"action": "unchanged", "id": plan.id, "retried": True}
+        entry, revision = current
+        if entry.ttl:
             # written meanwhile with an expiry, whose moment only the census reads: next run
             return f"{plan.id}: changed during compaction and expires; left for the next run"
         expires_at = None
