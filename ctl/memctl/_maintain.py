@@ -3,11 +3,13 @@
 A run takes the project's maintenance lock, then runs its steps in order, each in its own
 process group with a time limit: compile of the captured sessions first, then the
 maintenance passes. The passes that need no LLM (`memory_bridge.core.run_passes`) run
-in this process, each within the step time limit; a pass this memctl does not have yet is
-recorded as `unavailable` with one line saying so, never as a result. Every run that is
+in this process, each within the step time limit, and so does entry compaction
+(`_compact`, last); a pass this memctl does not have yet is recorded as `unavailable`
+with one line saying so, never as a result. Every run that is
 not a dry run writes one redacted record (`memory_bridge.core.record_run`), which
-`memctl status` and the `cron_health` tool read, and, beside it, every document's state
-before the run changed it (`undo/<run>.json`, not redacted: it is what `--undo` writes back).
+`memctl status` and the `cron_health` tool read, and, beside it, every document's and
+entry's state before the run changed it (`undo/<run>.json`, not redacted: it is what
+`--undo` writes back).
 """
 
 from __future__ import annotations
@@ -311,14 +313,16 @@ def run_maintenance(
 
 
 def undo_run(settings: Settings, run_id: str) -> dict[str, Any]:
-    """Write back every document a run changed, as it was before the run; the run's changes
-    are then set aside (`<run>.undone.json`) so they are not written back twice."""
+    """Write back every document and entry a run changed, as it was before the run (an entry
+    written by someone since is left and named); the run's changes are then set aside
+    (`<run>.undone.json`) so they are not written back twice."""
     if not _RUN_ID.fullmatch(run_id):
         raise InvalidInput("--undo", f"{run_id!r} is not a run id (12 hex digits, as maintain prints)")
     path = _undo_path(settings.project, run_id)
     if not path.is_file():
         raise NotFound(
-            f"run {run_id} of {settings.project} changed no document, was undone already, or never ran here"
+            f"run {run_id} of {settings.project} changed no document or entry, was undone already, "
+            "or never ran here"
         )
     undo = json.loads(path.read_text())
     changes, entry_changes = undo["changes"], undo.get("entries", [])

@@ -323,3 +323,20 @@ def test_an_entry_an_agent_deletes_between_read_and_write_stays_deleted(
     assert result.exit_code == 0, result.output
     assert step["outcome"] == "ok" and report["actions"]["compact-entries"] == []
     assert "a:one" not in snapshot(project, env), "no stub takes a deleted entry's place"
+
+
+def test_the_text_report_names_the_step_and_the_undo_counts_entries(
+    project: Path, env: dict[str, str]
+) -> None:
+    save(project, env, ("a:one", "One", "Plain."), ("b:two", "Two", "Names a:one."))
+    argv = ["maintain", "--project", str(project), "--passes", "compact-entries"]
+
+    ran = CliRunner().invoke(cli, argv, env=env)
+
+    assert ran.exit_code == 0, ran.output
+    assert "compact-entries: ok: 2 entries, 1 links: 1 backlinks" in ran.output
+    run_id = ran.output.split("maintain run ", 1)[1].split()[0]
+    undone = CliRunner().invoke(cli, ["maintain", "--project", str(project), "--undo", run_id], env=env)
+    assert undone.exit_code == 0, undone.output
+    assert f"run {run_id} undone: 0 documents and 1 entries restored" in undone.output
+    assert snapshot(project, env)["a:one"][0].body == "Plain."
