@@ -340,3 +340,28 @@ def test_the_text_report_names_the_step_and_the_undo_counts_entries(
     assert undone.exit_code == 0, undone.output
     assert f"run {run_id} undone: 0 documents and 1 entries restored" in undone.output
     assert snapshot(project, env)["a:one"][0].body == "Plain."
+
+
+def test_an_entry_with_an_expiry_keeps_it(project: Path, env: dict[str, str]) -> None:
+    save(project, env, ("b:two", "Two", "Names a:one."))
+
+    async def expiring(store: EntryStore) -> None:
+        write = EntryWrite("a:one", "One", "Plain.", "state", (), "test", "app")
+        assert (await store.set(write, ttl=3600, if_version=None, operation_id=None)).status == "applied"
+
+    async def expiry(store: EntryStore) -> float | None:
+        async for batch in store.export_records():
+            for record in batch:
+                if record.id == "a:one":
+                    return record.expires_at
+        return None
+
+    on_store(project, env, expiring)
+    before = on_store(project, env, expiry)
+
+    result, _, step = compact(project, env)
+
+    assert result.exit_code == 0 and step["detail"] == "2 entries, 1 links: 1 backlinks"
+    assert snapshot(project, env)["a:one"][0].body.endswith("- `b:two`: Two")
+    after = on_store(project, env, expiry)
+    assert before is not None and after is not None and abs(after - before) <= 2
