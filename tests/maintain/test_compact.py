@@ -365,3 +365,18 @@ def test_an_entry_with_an_expiry_keeps_it(project: Path, env: dict[str, str]) ->
     assert snapshot(project, env)["a:one"][0].body.endswith("- `b:two`: Two")
     after = on_store(project, env, expiry)
     assert before is not None and after is not None and abs(after - before) <= 2
+
+
+def test_text_an_agent_writes_below_the_block_is_kept(project: Path, env: dict[str, str]) -> None:
+    save(project, env, ("a:one", "One", "Plain."), ("b:two", "Two", "Names a:one."))
+    assert compact(project, env)[0].exit_code == 0
+    blocked = snapshot(project, env)["a:one"][0].body
+    save(project, env, ("a:one", "One", f"{blocked}\n\nAn agent's note, added later."))
+
+    result, _, step = compact(project, env)
+
+    assert result.exit_code == 0 and step["detail"] == "2 entries, 1 links: 1 backlinks"
+    assert snapshot(project, env)["a:one"][0].body == (
+        f"Plain.\n\nAn agent's note, added later.\n\n## Referenced by\n\n{MARKER}\n- `b:two`: Two"
+    )
+    assert compact(project, env)[2]["detail"] == "2 entries, 1 links: nothing to do"

@@ -71,8 +71,10 @@ _SEPARATORS = frozenset("._:/@+-")
 
 def strip_backlinks(body: str) -> tuple[str, bool]:
     """The body without its managed `## Referenced by` block, and whether it had one."""
-    stripped, found = _BLOCK.subn("\n\n", body)
-    return (stripped.strip("\n") if found else body), bool(found)
+    parts = _BLOCK.split(body)
+    if len(parts) == 1:
+        return body, False
+    return "\n\n".join(p.strip("\n") for p in parts if p.strip("\n")), True
 
 
 def _mentions(body: str, ids: Mapping[str, object]) -> tuple[set[str], set[str]]:
