@@ -380,3 +380,15 @@ def test_text_an_agent_writes_below_the_block_is_kept(project: Path, env: dict[s
         f"Plain.\n\nAn agent's note, added later.\n\n## Referenced by\n\n{MARKER}\n- `b:two`: Two"
     )
     assert compact(project, env)[2]["detail"] == "2 entries, 1 links: nothing to do"
+
+
+def test_an_unreachable_entry_store_fails_the_step_with_exit_code_1(project: Path) -> None:
+    with run_server(valkey_server_binary()) as server:
+        url = f"valkey://127.0.0.1:{server.port}/0"
+    env = bridge_env(MEMCTL_ENTRY_STORE=url)  # the server is gone: nothing listens there
+
+    result, report, step = compact(project, env)
+
+    assert result.exit_code == 1
+    assert (step["outcome"], step["exit_code"]) == ("failed", 1)
+    assert step["error"].startswith("store: ") and report["error"].startswith("compact-entries: store: ")
