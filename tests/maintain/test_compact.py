@@ -392,3 +392,14 @@ def test_an_unreachable_entry_store_fails_the_step_with_exit_code_1(project: Pat
     assert result.exit_code == 1
     assert (step["outcome"], step["exit_code"]) == ("failed", 1)
     assert step["error"].startswith("store: ") and report["error"].startswith("compact-entries: store: ")
+
+
+def test_a_step_past_its_timeout_is_stopped(project: Path, env: dict[str, str]) -> None:
+    save(project, env, ("a:one", "One", "Plain."), ("b:two", "Two", "Names a:one."))
+    before = snapshot(project, env)
+
+    result, _, step = compact(project, env, "--step-timeout", "0")
+
+    assert result.exit_code == 1
+    assert (step["outcome"], step["error"]) == ("timeout", "timed out after 0 s")
+    assert snapshot(project, env) == before
