@@ -189,6 +189,18 @@ class Settings(BaseSettings):
         description="consolidate_memory counts a disabled document unchanged this many days as a candidate "
         "for compression.",
     )
+    compact_budget_seconds: float = Field(
+        120.0,
+        ge=0,
+        description="Time `memctl maintain`'s compact-entries step may take before it stops writing "
+        "(`--compact-budget` overrides it); what it wrote stays and the next run goes on.",
+    )
+    compact_max_entries: int = Field(
+        100_000,
+        ge=1,
+        description="Entries compact-entries reads at most; a store holding more is reported "
+        "`truncated` and nothing is written.",
+    )
     recall_stamp_debounce_hours: float = Field(
         24.0,
         ge=0,

@@ -3,11 +3,13 @@
 A run takes the project's maintenance lock, then runs its steps in order, each in its own
 process group with a time limit: compile of the captured sessions first, then the
 maintenance passes. The passes that need no LLM (`memory_bridge.core.run_passes`) run
-in this process, each within the step time limit; a pass this memctl does not have yet is
-recorded as `unavailable` with one line saying so, never as a result. Every run that is
+in this process, each within the step time limit, and so does entry compaction
+(`_compact`, last); a pass this memctl does not have yet is recorded as `unavailable`
+with one line saying so, never as a result. Every run that is
 not a dry run writes one redacted record (`memory_bridge.core.record_run`), which
-`memctl status` and the `cron_health` tool read, and, beside it, every document's state
-before the run changed it (`undo/<run>.json`, not redacted: it is what `--undo` writes back).
+`memctl status` and the `cron_health` tool read, and, beside it, every document's and
+entry's state before the run changed it (`undo/<run>.json`, not redacted: it is what
+`--undo` writes back).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from memory_bridge.core import (
 )
 from memory_bridge.stores import open_knowledge_store
 
+from . import _compact
 from ._errors import MaintenanceLocked
 from ._launcher import installed_command
 from .capture._lock import FileLock, lock_owner
@@ -80,6 +83,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("staleness-flag", "flag lessons neither recalled nor created within the window", True),
     Pass("llm-semantic-refresh", "let the capture LLM keep, rewrite or archive stale documents", False),
     Pass("compress-archived", "truncate the bodies of long-archived documents", True),
+    Pass(_compact.NAME, "link entries that name each other: backlink blocks and stubs", True),
 )
 
 
@@ -245,6 +249,7 @@ def run_maintenance(
     dry_run: bool,
     trigger: str,
     step_timeout: float,
+    compact_budget: float | None = None,
     runner: Runner | None = None,
 ) -> dict[str, Any]:
     """One run of the chosen passes, its record (redacted) and each pass's actions; raises
@@ -259,6 +264,7 @@ def run_maintenance(
         )
     run = RunRecord(uuid.uuid4().hex[:12], time.time(), 0.0, trigger)
     changes: list[dict[str, Any]] = []
+    entry_changes: list[dict[str, Any]] = []
     actions: dict[str, list[dict[str, Any]]] = {}
     try:
         store_passes = [p.name for p in passes if p.name in NO_LLM_PASSES]
@@ -278,6 +284,18 @@ def run_maintenance(
                             actions=actions,
                         )
                     )
+            elif step.name == _compact.NAME:
+                done = anyio.run(
+                    lambda: _compact.compact_step(
+                        settings,
+                        dry_run=dry_run,
+                        budget=settings.compact_budget_seconds if compact_budget is None else compact_budget,
+                        timeout=step_timeout,
+                        changes=entry_changes,
+                        actions=actions,
+                    )
+                )
+                run.steps.append(done)
             else:
                 detail = f"not available yet in this memctl (it will {step.summary})"
                 run.steps.append(StepRecord(step.name, "unavailable", detail=detail))
@@ -288,23 +306,26 @@ def run_maintenance(
         return {**record_run(settings.project, run), "dry_run": False, "actions": shown}
     finally:
         if not dry_run:
-            if changes:
-                undo = {"run_id": run.run_id, "changes": changes}
+            if changes or entry_changes:
+                undo = {"run_id": run.run_id, "changes": changes, "entries": entry_changes}
                 write_atomically(_undo_path(settings.project, run.run_id), json.dumps(undo), mode=0o600)
             lock.release()
 
 
 def undo_run(settings: Settings, run_id: str) -> dict[str, Any]:
-    """Write back every document a run changed, as it was before the run; the run's changes
-    are then set aside (`<run>.undone.json`) so they are not written back twice."""
+    """Write back every document and entry a run changed, as it was before the run (an entry
+    written by someone since is left and named); the run's changes are then set aside
+    (`<run>.undone.json`) so they are not written back twice."""
     if not _RUN_ID.fullmatch(run_id):
         raise InvalidInput("--undo", f"{run_id!r} is not a run id (12 hex digits, as maintain prints)")
     path = _undo_path(settings.project, run_id)
     if not path.is_file():
         raise NotFound(
-            f"run {run_id} of {settings.project} changed no document, was undone already, or never ran here"
+            f"run {run_id} of {settings.project} changed no document or entry, was undone already, "
+            "or never ran here"
         )
-    changes = json.loads(path.read_text())["changes"]
+    undo = json.loads(path.read_text())
+    changes, entry_changes = undo["changes"], undo.get("entries", [])
     lock = FileLock(maintain_dir(settings.project) / "maintain.lock", "maintain")
     if not lock.acquire():
         owner = lock_owner(lock.path) or {}
@@ -321,8 +342,16 @@ def undo_run(settings: Settings, run_id: str) -> dict[str, Any]:
             finally:
                 await store.close()
 
-        restored = anyio.run(restore)
+        restored = anyio.run(restore) if changes else 0
+        entries, left = _compact.undo_entries(settings, entry_changes) if entry_changes else (0, [])
         path.rename(path.with_suffix(".undone.json"))
     finally:
         lock.release()
-    return {"ok": True, "run_id": run_id, "restored": restored, "changed": len(changes)}
+    return {
+        "ok": True,
+        "run_id": run_id,
+        "restored": restored,
+        "changed": len(changes),
+        "entries_restored": entries,
+        "entries_left": left,
+    }

@@ -11,6 +11,11 @@ from .._lazy import lazy_attributes as _lazy_attributes
 
 _LAZY = {
     "Manifest": "._archive",
+    "COMPACT_EXIT_CODES": "._compact",
+    "CompactReport": "._compact",
+    "compact_entries": "._compact",
+    "strip_backlinks": "._compact",
+    "undo_compaction": "._compact",
     "Candidates": "._consolidate",
     "consolidate_memory": "._consolidate",
     "slot_candidates": "._consolidate",
@@ -65,6 +70,7 @@ if _typing.TYPE_CHECKING:
     from ._archive import Manifest
     from ._audit import AUDIT_CLASSES, audit_memory, retire
     from ._backup import RestoreMode, RestoreReport, backup, restore
+    from ._compact import COMPACT_EXIT_CODES, CompactReport, compact_entries, strip_backlinks, undo_compaction
     from ._consolidate import Candidates, consolidate_memory, slot_candidates
     from ._items import (
         DocumentItem,
@@ -102,8 +108,10 @@ else:
 __all__ = [
     "ATOM_TYPES",
     "AUDIT_CLASSES",
+    "COMPACT_EXIT_CODES",
     "NO_LLM_PASSES",
     "Candidates",
+    "CompactReport",
     "DocumentItem",
     "EntryItem",
     "Item",
@@ -120,6 +128,7 @@ __all__ = [
     "TransferReport",
     "audit_memory",
     "backup",
+    "compact_entries",
     "consolidate_memory",
     "content_digest",
     "copy_entries",
@@ -146,6 +155,8 @@ __all__ = [
     "search_items",
     "slot_candidates",
     "slugify",
+    "strip_backlinks",
     "undo_changes",
+    "undo_compaction",
     "user_version",
 ]

@@ -48,10 +48,17 @@ def _passes(ctx: click.Context, param: click.Parameter, value: str) -> list[Pass
     help="Stop a step (and everything it started) that runs longer than this.",
 )
 @click.option(
+    "--compact-budget",
+    type=Duration(),
+    default=None,
+    help="Time the compact-entries step may spend writing before it stops "
+    "(default: the compact_budget_seconds setting, 120 s).",
+)
+@click.option(
     "--undo",
     "undo",
     metavar="RUN",
-    help="Write back every document run RUN changed, as it was before that run (once).",
+    help="Write back every document and entry run RUN changed, as it was before that run (once).",
 )
 @json_option
 @click.pass_context
@@ -62,6 +69,7 @@ def maintain(
     passes: list[Pass],
     if_due: bool,
     step_timeout: float,
+    compact_budget: float | None,
     undo: str | None,
     as_json: bool,
 ) -> None:
@@ -70,17 +78,20 @@ def maintain(
     Steps run in order, each stopped after --step-timeout: compile (in its own process
     group; skipped when capture is off), then the passes that tidy the refine slots:
     identical bodies and lesson-key duplicates archived (superseded_by), stale lessons
-    flagged, long-archived documents truncated. A pass this memctl does not have yet (the LLM ones) says so on
-    its own line (unavailable) and changes nothing. --dry-run says what each pass would do.
-    Each document a run changes is kept as it was, and --undo RUN writes it back.
+    flagged, long-archived documents truncated; then compact-entries links the entries that
+    name each other (## Referenced by blocks, stub entries), within --compact-budget. A pass
+    this memctl does not have yet (the LLM ones) says so on its own line (unavailable) and
+    changes nothing. --dry-run says what each pass would do.
+    Each document and entry a run changes is kept as it was, and --undo RUN writes it back.
     Only one run per project at a time: a second one stops at once, doing nothing.
     Each run (not --dry-run) writes one redacted record under .memory/maintain/, which
     `memctl status` and the cron_health tool read; three failures in a row with the
     same error open an escalation report, resolved by the next run without that error.
 
-    Exit codes: 0 the run succeeded (or was not due), 1 a step failed or timed out,
-    2 bad settings, 3 no memory here (--undo: no such run to undo), 7 --undo of
-    something not a run id, 15 another run holds the lock.
+    Exit codes: 0 the run succeeded (or was not due), 1 a step failed or timed out
+    (compact-entries: also budget, truncated or partial), 2 bad settings, 3 no memory
+    here (--undo: no such run to undo), 7 --undo of something not a run id, 15 another
+    run holds the lock.
 
     \b
     Example:
@@ -93,7 +104,12 @@ def maintain(
     if undo is not None:
         given = [
             name
-            for name, param in (("--dry-run", "dry_run"), ("--passes", "passes"), ("--if-due", "if_due"))
+            for name, param in (
+                ("--dry-run", "dry_run"),
+                ("--passes", "passes"),
+                ("--if-due", "if_due"),
+                ("--compact-budget", "compact_budget"),
+            )
             if ctx.get_parameter_source(param) is click.core.ParameterSource.COMMANDLINE
         ]
         if given:
@@ -102,7 +118,13 @@ def maintain(
         if as_json:
             emit_json(undone)
         else:
-            console.print(f"run {undone['run_id']} undone: {undone['restored']} documents restored")
+            console.print(
+                f"run {undone['run_id']} undone: {undone['restored']} documents and "
+                f"{undone['entries_restored']} entries restored"
+            )
+            if undone["entries_left"]:
+                left = ", ".join(undone["entries_left"])
+                console.print(f"  left as they are (changed since the run): {escape(left)}")
         return
     if if_due and not dry_run:
         record = recorded_project(settings.project)
@@ -123,6 +145,7 @@ def maintain(
         dry_run=dry_run,
         trigger="schedule" if if_due else "manual",
         step_timeout=step_timeout,
+        compact_budget=compact_budget,
     )
     if as_json:
         emit_json(report)
