@@ -314,6 +314,21 @@ async def test_recall_stamps_count_once_per_window_and_survive_an_update(kstore:
     assert await kstore.stamp_recalls("knowledge", [], now=now, window=0) == 0
 
 
+async def test_recall_stamps_are_set_as_given_for_a_restore(kstore: KnowledgeStore) -> None:
+    saved = await kstore.upsert("knowledge", "a.md", "Retry webhooks five times.", meta(), origin="t")
+    await kstore.set_marks("knowledge", saved.document_id, {"stale": "true"})
+    when = float(int(time.time())) - 86_400
+    assert await kstore.set_recalls("knowledge", saved.document_id, last_recalled_at=when, recall_count=7)
+    doc = await kstore.get("knowledge", saved.document_id)
+    assert doc is not None and doc.recall_count == 7 and doc.last_recalled_at == pytest.approx(when, abs=0.01)
+    assert doc.marks == {"stale": "true"} and doc.text == "Retry webhooks five times."
+    assert await kstore.set_recalls("knowledge", saved.document_id, last_recalled_at=None, recall_count=0)
+    doc = await kstore.get("knowledge", saved.document_id)
+    assert doc is not None and (doc.recall_count, doc.last_recalled_at) == (0, None)
+    missing = await kstore.set_recalls("knowledge", "no-such-document", last_recalled_at=when, recall_count=1)
+    assert not missing
+
+
 async def test_maintenance_marks_merge_unset_and_survive_an_update(kstore: KnowledgeStore) -> None:
     saved = await kstore.upsert("knowledge", "a.md", "Retry webhooks five times.", meta(), origin="t")
     doc_id = saved.document_id

@@ -151,3 +151,38 @@ def stamp_recall(project: Path, slot: str, name: str, when: float) -> None:
             await store.close()
 
     anyio.run(run)
+
+
+def set_marks(project: Path, slot: str, name: str, marks: dict[str, str]) -> None:
+    """Mark one document as a maintenance pass does."""
+
+    async def run() -> None:
+        store = open_knowledge_store(load_settings(project=project))
+        try:
+            doc = await store.find(slot, name)
+            assert doc is not None
+            await store.set_marks(slot, doc.id, marks)
+        finally:
+            await store.close()
+
+    anyio.run(run)
+
+
+def upkeep(project: Path) -> dict[tuple[str, str], tuple[dict[str, str], int, int | None]]:
+    """Every document's maintenance state: (slot, name) -> (marks, recall count, last
+    recalled to the second)."""
+
+    async def run() -> dict[tuple[str, str], tuple[dict[str, str], int, int | None]]:
+        store = open_knowledge_store(load_settings(project=project))
+        try:
+            found = {}
+            for slot in await store.list_slots():
+                page, _ = await store.list_documents(slot.name, offset=0, limit=100)
+                for d in page:
+                    last = None if d.last_recalled_at is None else round(d.last_recalled_at)
+                    found[(d.slot, d.name)] = (d.marks, d.recall_count, last)
+            return found
+        finally:
+            await store.close()
+
+    return anyio.run(run)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from .conftest import Dify, configure, memctl
-from .stores import documents, entry_records, seed_documents, seed_entries
+from .stores import documents, entry_records, seed_documents, seed_entries, set_marks, stamp_recall, upkeep
 
 pytestmark = pytest.mark.integration
 
@@ -35,6 +35,9 @@ def source(tmp_path: Path) -> Path:
 def test_round_trip_embedded_to_valkey_and_dify_and_back(
     source: Path, tmp_path: Path, valkey_url: str, dify: Dify
 ) -> None:
+    stamp_recall(source, "knowledge", "deploy.md", 1_780_000_000.25)
+    stamp_recall(source, "knowledge", "deploy.md", 1_780_086_400.5)
+    set_marks(source, "knowledge", "bug-auth.md", {"stale": "true", "superseded_by": "doc-7"})
     archive = tmp_path / "app.memctl.tar.gz"
     made = memctl("backup", "--project", str(source), "--output", str(archive), "--json")
     assert made.code == 0, made.stderr
@@ -54,6 +57,8 @@ def test_round_trip_embedded_to_valkey_and_dify_and_back(
     assert report["entries"]["written"] == 21 and report["knowledge"]["written"] == 3
     assert same_entries(entry_records(remote), entry_records(source))
     assert documents(remote) == documents(source)
+    assert upkeep(remote) == upkeep(source)  # recall stamps and maintenance marks survive
+    assert upkeep(source)[("knowledge", "deploy.md")] == ({}, 2, 1_780_086_400)
 
     second = tmp_path / "remote.memctl.tar.gz"
     assert memctl("backup", "--project", str(remote), "-o", str(second), "--json").code == 0
@@ -63,6 +68,7 @@ def test_round_trip_embedded_to_valkey_and_dify_and_back(
     assert home.code == 0, home.stdout
     assert same_entries(entry_records(back), entry_records(source))
     assert documents(back) == documents(source)
+    assert upkeep(back) == upkeep(source)
     history = entry_records(back)["n-000"]["history"]
     assert [json.loads(h)["operation"] for h in history] == ["modified", "created"]
     assert entry_records(back)["n-001"]["entry"] is None

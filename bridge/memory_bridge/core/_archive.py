@@ -27,7 +27,7 @@ from typing import IO, Any
 from .._errors import InvalidInput
 from .._files import replacing
 from ..stores._base import EntryRecord
-from ..stores._knowledge import DocMetadata
+from ..stores._knowledge import MARK_FIELDS, DocMetadata
 
 __all__ = [
     "ARCHIVE_FORMAT",
@@ -61,6 +61,9 @@ class ArchivedDocument:
     id: str = ""
     created_at: float = 0.0
     updated_at: float = 0.0
+    last_recalled_at: float | None = None
+    recall_count: int = 0
+    marks: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +76,9 @@ class ArchivedDocument:
             "id": self.id,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "last_recalled_at": self.last_recalled_at,
+            "recall_count": self.recall_count,
+            "marks": self.marks,
         }
 
     @classmethod
@@ -84,6 +90,10 @@ class ArchivedDocument:
         metadata = DocMetadata(**{**raw, "tags": tuple(str(t) for t in raw.get("tags", ()))})
         if not isinstance(data["enabled"], bool):
             raise ValueError("enabled must be true or false")
+        marks = data.get("marks") or {}  # archives before recall stamps and marks have neither
+        if not isinstance(marks, dict) or set(marks) - set(MARK_FIELDS):
+            raise ValueError(f"marks must be an object with keys from {list(MARK_FIELDS)}")
+        last = data.get("last_recalled_at")
         return cls(
             slot=str(data["slot"]),
             name=str(data["name"]),
@@ -94,11 +104,20 @@ class ArchivedDocument:
             id=str(data.get("id", "")),
             created_at=float(data.get("created_at", 0.0)),
             updated_at=float(data.get("updated_at", 0.0)),
+            last_recalled_at=None if last is None else float(last),
+            recall_count=int(data.get("recall_count", 0)),
+            marks={str(k): str(v) for k, v in marks.items() if v},
         )
 
     def content(self) -> tuple[str, str, DocMetadata, bool]:
         """What a restore must reproduce (ids and timestamps are the target's own)."""
         return self.text, self.origin, self.metadata, self.enabled
+
+    def upkeep(self) -> tuple[tuple[tuple[str, str], ...], int, int | None]:
+        """The maintenance state a restore must reproduce: marks and recall stamps (to the
+        second: stores keep milliseconds at most)."""
+        last = None if self.last_recalled_at is None else round(self.last_recalled_at)
+        return tuple(sorted(self.marks.items())), self.recall_count, last
 
 
 @dataclass(frozen=True, slots=True)

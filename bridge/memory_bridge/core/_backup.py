@@ -19,7 +19,7 @@ from typing import Literal
 
 from .._errors import Conflict, NotFound
 from ..stores._base import EntryRecord, EntryStore
-from ..stores._knowledge import Document, KnowledgeStore
+from ..stores._knowledge import DocMetadata, Document, KnowledgeStore
 from ._archive import (
     ArchivedDocument,
     ArchiveWriter,
@@ -68,6 +68,9 @@ def _archived(doc: Document) -> ArchivedDocument:
         doc.id,
         doc.created_at,
         doc.updated_at,
+        doc.last_recalled_at,
+        doc.recall_count,
+        dict(doc.marks),
     )
 
 
@@ -151,10 +154,29 @@ async def _target_documents(store: KnowledgeStore) -> dict[DocKey, Document]:
     return {(d.slot, d.name): d for s in await store.list_slots() for d in await _documents(store, s.name)}
 
 
+_NEVER_MAINTAINED = ArchivedDocument("", "", "", True, DocMetadata()).upkeep()  # a new document's
+
+
+def _same(a: ArchivedDocument, b: ArchivedDocument) -> bool:
+    return a.content() == b.content() and a.upkeep() == b.upkeep()
+
+
+async def _restore_upkeep(
+    store: KnowledgeStore, doc: ArchivedDocument, document_id: str, current: Document | None
+) -> None:
+    """The archive's marks (unsetting the target's others) and recall stamps."""
+    unset = {name: "" for name in (current.marks if current else {}) if name not in doc.marks}
+    if doc.marks or unset:
+        await store.set_marks(doc.slot, document_id, {**unset, **doc.marks})
+    await store.set_recalls(
+        doc.slot, document_id, last_recalled_at=doc.last_recalled_at, recall_count=doc.recall_count
+    )
+
+
 def _doc_mismatches(
     wanted: dict[DocKey, ArchivedDocument], found: dict[DocKey, Document], *, exact: bool
 ) -> list[str]:
-    bad = [k for k, doc in wanted.items() if k not in found or _archived(found[k]).content() != doc.content()]
+    bad = [k for k, doc in wanted.items() if k not in found or not _same(_archived(found[k]), doc)]
     if exact:
         bad += [k for k in found if k not in wanted]
     return sorted(f"{slot}/{name}" for slot, name in bad)
@@ -225,12 +247,19 @@ async def _write_documents(
     progress("documents", 0, len(wanted))
     for key, doc in wanted.items():
         current = found.get(key)
+        if current is not None and _same(_archived(current), doc):
+            progress("documents", 1, len(wanted))
+            continue
+        document_id = current.id if current is not None else ""
         if current is None or _archived(current).content() != doc.content():
             outcome = await store.upsert(doc.slot, doc.name, doc.text, doc.metadata, origin=doc.origin)
             enabled = True if current is None or outcome.created else current.enabled
             if enabled != doc.enabled:
                 await store.set_enabled(doc.slot, outcome.document_id, doc.enabled)
-            written += 1
+            document_id = outcome.document_id
+        if (_archived(current).upkeep() if current else _NEVER_MAINTAINED) != doc.upkeep():
+            await _restore_upkeep(store, doc, document_id, current)
+        written += 1
         progress("documents", 1, len(wanted))
     return written, removed
 

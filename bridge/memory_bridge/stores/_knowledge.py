@@ -180,6 +180,12 @@ class KnowledgeStore(Protocol):
         Unknown ids are skipped; a store that cannot hold the stamps (a Dify dataset
         without the fields) does nothing. Returns how many were stamped."""
 
+    async def set_recalls(
+        self, slot: str, document_id: str, *, last_recalled_at: float | None, recall_count: int
+    ) -> bool:
+        """Set a document's recall stamps as they were (a restore). Text, metadata and marks
+        are left alone. False if no such document."""
+
     async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
         """Merge maintenance marks (MARK_FIELDS) into a document's; an empty value unsets
         one. Text, metadata and recall stamps are left alone. False if no such document."""

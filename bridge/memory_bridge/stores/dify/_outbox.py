@@ -420,6 +420,14 @@ class DurableKnowledgeStore:
         """Not queued: a recall stamp lost to an outage is not worth replaying."""
         return await self.inner.stamp_recalls(slot, document_ids, now=now, window=window)
 
+    async def set_recalls(
+        self, slot: str, document_id: str, *, last_recalled_at: float | None, recall_count: int
+    ) -> bool:
+        """Not queued: a restore compares what it wrote and says what did not arrive."""
+        return await self.inner.set_recalls(
+            slot, document_id, last_recalled_at=last_recalled_at, recall_count=recall_count
+        )
+
     async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
         """Not queued: maintenance runs again, and records what it did."""
         return await self.inner.set_marks(slot, document_id, marks)

@@ -447,6 +447,21 @@ class DifyKnowledgeStore:
             await self.client.set_metadata_many(dataset.id, operations)
         return len(operations)
 
+    async def set_recalls(
+        self, slot: str, document_id: str, *, last_recalled_at: float | None, recall_count: int
+    ) -> bool:
+        """The two recall fields only (installing the fields on a dataset that lacks them)."""
+        dataset = await self._dataset(slot)
+        try:
+            await self.client.get_document(dataset.id, document_id)
+        except NotFound:
+            return False
+        fields = await self._install_schema(dataset)
+        last = "" if last_recalled_at is None else format_instant(last_recalled_at)
+        values = {"last_recalled_at": last, "recall_count": str(recall_count)}
+        await self._write_metadata(dataset, fields, document_id, values)
+        return True
+
     async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
         """Only the marks given, merged into the document's metadata (installing the fields
         on a dataset that lacks them)."""

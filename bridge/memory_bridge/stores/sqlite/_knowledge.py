@@ -358,6 +358,22 @@ class SqliteKnowledgeStore:
         await self._ensure_default_slots()
         return await self._db.write("stamp_recalls", run)
 
+    async def set_recalls(
+        self, slot: str, document_id: str, *, last_recalled_at: float | None, recall_count: int
+    ) -> bool:
+        def run(conn: sqlite3.Connection, _: float) -> bool:
+            return (
+                conn.execute(
+                    "UPDATE documents SET last_recalled_at = ?, recall_count = ?"
+                    " WHERE slot_id = ? AND id = ?",
+                    (last_recalled_at, recall_count, self._slot_id(conn, slot), document_id),
+                ).rowcount
+                > 0
+            )
+
+        await self._ensure_default_slots()
+        return await self._db.write("set_recalls", run)
+
     async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
         def run(conn: sqlite3.Connection, _: float) -> bool:
             slot_id = self._slot_id(conn, slot)
