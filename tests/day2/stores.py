@@ -9,7 +9,7 @@ import anyio
 
 from memory_bridge import EntryWrite, load_settings
 from memory_bridge.core import _entries as ops
-from memory_bridge.stores import DocMetadata, open_entry_store, open_knowledge_store
+from memory_bridge.stores import DocMetadata, Document, open_entry_store, open_knowledge_store
 
 
 def note(id: str, **overrides: Any) -> EntryWrite:
@@ -120,22 +120,23 @@ def entry_records(project: Path) -> dict[str, Any]:
     return anyio.run(run)
 
 
-def documents(project: Path) -> dict[tuple[str, str], tuple[str, dict[str, object], bool]]:
-    """Every document of the project's knowledge store: (slot, name) -> (text, metadata, enabled)."""
-
-    async def run() -> dict[tuple[str, str], tuple[str, dict[str, object], bool]]:
+def _all_documents(project: Path) -> list[Document]:
+    async def run() -> list[Document]:
         store = open_knowledge_store(load_settings(project=project))
         try:
-            found = {}
+            found = []
             for slot in await store.list_slots():
-                page, _ = await store.list_documents(slot.name, offset=0, limit=100)
-                for d in page:
-                    found[(d.slot, d.name)] = (d.text, d.metadata.to_dict(), d.enabled)
+                found += (await store.list_documents(slot.name, offset=0, limit=100))[0]
             return found
         finally:
             await store.close()
 
     return anyio.run(run)
+
+
+def documents(project: Path) -> dict[tuple[str, str], tuple[str, dict[str, object], bool]]:
+    """Every document of the project's knowledge store: (slot, name) -> (text, metadata, enabled)."""
+    return {(d.slot, d.name): (d.text, d.metadata.to_dict(), d.enabled) for d in _all_documents(project)}
 
 
 def stamp_recall(project: Path, slot: str, name: str, when: float) -> None:
@@ -171,18 +172,11 @@ def set_marks(project: Path, slot: str, name: str, marks: dict[str, str]) -> Non
 def upkeep(project: Path) -> dict[tuple[str, str], tuple[dict[str, str], int, int | None]]:
     """Every document's maintenance state: (slot, name) -> (marks, recall count, last
     recalled to the second)."""
-
-    async def run() -> dict[tuple[str, str], tuple[dict[str, str], int, int | None]]:
-        store = open_knowledge_store(load_settings(project=project))
-        try:
-            found = {}
-            for slot in await store.list_slots():
-                page, _ = await store.list_documents(slot.name, offset=0, limit=100)
-                for d in page:
-                    last = None if d.last_recalled_at is None else round(d.last_recalled_at)
-                    found[(d.slot, d.name)] = (d.marks, d.recall_count, last)
-            return found
-        finally:
-            await store.close()
-
-    return anyio.run(run)
+    return {
+        (d.slot, d.name): (
+            d.marks,
+            d.recall_count,
+            None if d.last_recalled_at is None else round(d.last_recalled_at),
+        )
+        for d in _all_documents(project)
+    }

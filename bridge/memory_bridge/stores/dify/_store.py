@@ -450,28 +450,26 @@ class DifyKnowledgeStore:
     async def set_recalls(
         self, slot: str, document_id: str, *, last_recalled_at: float | None, recall_count: int
     ) -> bool:
-        """The two recall fields only (installing the fields on a dataset that lacks them)."""
-        dataset = await self._dataset(slot)
-        try:
-            await self.client.get_document(dataset.id, document_id)
-        except NotFound:
-            return False
-        fields = await self._install_schema(dataset)
+        """The two recall fields only."""
         last = "" if last_recalled_at is None else format_instant(last_recalled_at)
-        values = {"last_recalled_at": last, "recall_count": str(recall_count)}
-        await self._write_metadata(dataset, fields, document_id, values)
-        return True
+        return await self._set_own_fields(
+            slot, document_id, {"last_recalled_at": last, "recall_count": str(recall_count)}
+        )
 
     async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
-        """Only the marks given, merged into the document's metadata (installing the fields
-        on a dataset that lacks them)."""
+        """Only the marks given, merged into the document's metadata."""
+        return await self._set_own_fields(slot, document_id, dict(marks))
+
+    async def _set_own_fields(self, slot: str, document_id: str, values: dict[str, str]) -> bool:
+        """Write some of memctl's own fields of one document (installing the fields on a
+        dataset that lacks them); False if there is no such document."""
         dataset = await self._dataset(slot)
         try:
             await self.client.get_document(dataset.id, document_id)
         except NotFound:
             return False
         fields = await self._install_schema(dataset)
-        await self._write_metadata(dataset, fields, document_id, dict(marks))
+        await self._write_metadata(dataset, fields, document_id, values)
         return True
 
     # -- search -----------------------------------------------------------------------------
