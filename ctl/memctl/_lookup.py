@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from memory_bridge import Settings
-from memory_bridge.core import ItemStores
+from memory_bridge.core import Freshness, ItemStores
 from memory_bridge.stores import make_embedder, open_entry_store, open_knowledge_store
 
 __all__ = ["item_stores"]
@@ -27,6 +27,7 @@ async def item_stores(settings: Settings, *, embed: bool = False) -> AsyncIterat
                 scope=settings.project_scope,
                 redact_entries=settings.redact_entries,
                 max_entries_warn=settings.max_entries_warn,
+                freshness=Freshness.of(settings),
             )
         finally:
             await knowledge.close()

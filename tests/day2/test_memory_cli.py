@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,24 @@ def test_search_ranks_entries_and_documents_together(project: Path) -> None:
     assert scores == sorted(scores, reverse=True)
     table = run(project, "search", "deploy")
     assert table.code == 0 and "deploy.md" in table.stdout and "score" in table.stdout
+
+
+def test_search_ranks_by_age_and_use_like_search_memory(tmp_path: Path) -> None:
+    text = "Feature flags are read from the flags service at startup."
+    flags = [("knowledge", name, text, LORE, True) for name in ("flags-a.md", "flags-b.md")]
+    seed_documents(tmp_path, flags)
+
+    def order() -> list[str]:
+        found = run(tmp_path, "search", "feature flags startup", "--json")
+        assert found.code == 0, found.stderr
+        return [h["name"] for h in found.json["hits"]]
+
+    assert order() == ["flags-a.md", "flags-b.md"]
+    for day in (3, 2, 1):
+        stamp_recall(tmp_path, "knowledge", "flags-b.md", time.time() - day * 86_400)
+    assert order() == ["flags-b.md", "flags-a.md"]  # recalled lately: first, as search_memory ranks it
+    configure(tmp_path, search_recall_weight="0")
+    assert order() == ["flags-a.md", "flags-b.md"]  # the project's setting, not a fixed weight
 
 
 def test_search_filters_by_slot_type_tag_and_limit(project: Path) -> None:

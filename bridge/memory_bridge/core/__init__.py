@@ -30,6 +30,7 @@ _LAZY = {
     "RestoreReport": "._backup",
     "backup": "._backup",
     "restore": "._backup",
+    "Freshness": "._freshness",
     "DocumentItem": "._items",
     "EntryItem": "._items",
     "Item": "._items",
@@ -72,6 +73,7 @@ if _typing.TYPE_CHECKING:
     from ._backup import RestoreMode, RestoreReport, backup, restore
     from ._compact import COMPACT_EXIT_CODES, CompactReport, compact_entries, strip_backlinks, undo_compaction
     from ._consolidate import Candidates, consolidate_memory, slot_candidates
+    from ._freshness import Freshness
     from ._items import (
         DocumentItem,
         EntryItem,
@@ -114,6 +116,7 @@ __all__ = [
     "CompactReport",
     "DocumentItem",
     "EntryItem",
+    "Freshness",
     "Item",
     "ItemStores",
     "KnowledgeContext",

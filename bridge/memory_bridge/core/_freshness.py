@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from .._settings import Settings
 from ..stores._knowledge import SearchHit
 
 __all__ = ["MONTH_DAYS", "STALE_TYPES", "Freshness", "lesson_key", "rerank"]
@@ -26,6 +27,7 @@ STALE_TYPES = ("self-improvement-lesson", "bug-root-cause", "feedback-rule", "pa
 _LESSON = "self-improvement-lesson"
 _DAY = 86_400.0
 MONTH_DAYS = 30.4375
+_MAX_CANDIDATES = 50
 _BELOW = 1e-4  # how far below its replacement a superseded lesson ranks
 
 
@@ -42,6 +44,21 @@ class Freshness:
     @property
     def active(self) -> bool:
         return bool(self.recall_weight or self.stale_penalty or self.superseded_penalty)
+
+    def depth(self, wanted: int) -> int:
+        """How many hits to ask the store for, so re-ranking can lift one from below the cut."""
+        return max(wanted, min(_MAX_CANDIDATES, 2 * wanted)) if self.active else wanted
+
+    @classmethod
+    def of(cls, settings: Settings) -> Freshness:
+        """The weights a project's settings give."""
+        return cls(
+            recall_weight=settings.search_recall_weight,
+            recall_half_life_days=settings.search_recall_half_life_days,
+            stale_penalty=settings.search_stale_penalty,
+            stale_after_days=settings.consolidate_stale_after_months * MONTH_DAYS,
+            superseded_penalty=settings.search_superseded_penalty,
+        )
 
 
 def lesson_key(project_module: str, task_type: str, error_pattern: str) -> str | None:

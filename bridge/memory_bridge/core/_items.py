@@ -12,8 +12,9 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
@@ -23,6 +24,7 @@ from ..stores._base import Entry, EntryFilter, EntryStore, EntryWrite
 from ..stores._knowledge import METADATA_FIELDS, DocMetadata, Document, KnowledgeFilter, KnowledgeStore
 from ._entries import set_entry
 from ._fields import Body, EntryType, ProjectName, Source, Tags, Title
+from ._freshness import Freshness, rerank
 from ._redact import redact
 
 __all__ = [
@@ -57,6 +59,7 @@ class ItemStores:
     scope: str
     redact_entries: bool = True
     max_entries_warn: int = 10_000
+    freshness: Freshness = field(default_factory=Freshness)  # age and use in ranking documents
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,10 +245,11 @@ async def search_items(
     if unknown:
         raise InvalidInput("slot", f"unknown slot {unknown[0]!r} (known: {', '.join(known)})")
     flt = KnowledgeFilter(atom_type=type, tags=tag_tuple, scope=stores.scope)
-    found = await stores.knowledge.search(slots or known, query, flt, top_k=limit, score_threshold=None)
+    depth = stores.freshness.depth(limit)
+    found = await stores.knowledge.search(slots or known, query, flt, top_k=depth, score_threshold=None)
     if found.degraded:
         degraded.append(f"knowledge: {found.degraded}")
-    for rank, doc in enumerate(found.hits, 1):
+    for rank, doc in enumerate(rerank(found.hits, stores.freshness, time.time())[:limit], 1):
         hit = {
             "kind": "document",
             "ref": f"doc:{doc.document_id}",

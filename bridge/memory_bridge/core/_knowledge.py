@@ -58,7 +58,6 @@ LESSON_TYPE = "self-improvement-lesson"
 LESSON_SLOT = "self_improvement"
 _LADDER_DROPS = ("error_pattern", "language", "task_type")
 _ALL_SCOPES = "*"
-_MAX_CANDIDATES = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +73,7 @@ class KnowledgeContext:
 
     def candidates(self, wanted: int) -> int:
         """How many hits to ask the store for, so re-ranking can lift one from below the cut."""
-        return min(_MAX_CANDIDATES, 2 * wanted) if self.freshness.active else wanted
+        return self.freshness.depth(wanted)
 
     def rerank(self, hits: list[SearchHit], wanted: int) -> list[SearchHit]:
         """The best `wanted` hits once age and use are weighed in."""

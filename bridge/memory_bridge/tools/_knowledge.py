@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core import _absorb, _audit, _consolidate, _runlog
 from ..core import _knowledge as kn
-from ..core._freshness import MONTH_DAYS, Freshness
+from ..core._freshness import Freshness
 from ..core._knowledge import AtomType
 from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
 from ._results import (
@@ -105,13 +105,7 @@ def _context(ctx: ToolContext) -> kn.KnowledgeContext:
     """The knowledge operations' view of the bridge: its store, scope and result cap."""
     state = state_of(ctx)
     settings = state.settings
-    freshness = Freshness(
-        recall_weight=settings.search_recall_weight,
-        recall_half_life_days=settings.search_recall_half_life_days,
-        stale_penalty=settings.search_stale_penalty,
-        stale_after_days=settings.consolidate_stale_after_months * MONTH_DAYS,
-        superseded_penalty=settings.search_superseded_penalty,
-    )
+    freshness = Freshness.of(settings)
     recalled = state.recalls.note if state.recalls is not None else None
     return kn.KnowledgeContext(
         state.knowledge, settings.project_scope, settings.max_results, recalled, freshness
