@@ -266,6 +266,16 @@ class DifyKnowledgeStore:
                 )
             await anyio.sleep(0.2)
 
+    async def _wait_segments_disabled(self, dataset: _Dataset, document_id: str) -> None:
+        """Until Dify's index task has disabled every segment of a disabled document (then
+        retrieval skips it), at most _WAIT_SECONDS; after that searches may still find it
+        for a while, which is all a disable without waiting promises anyway."""
+        deadline = time.monotonic() + _WAIT_SECONDS
+        while any(s.get("enabled", False) for s in await self.client.segments(dataset.id, document_id)):
+            if time.monotonic() > deadline:
+                return
+            await anyio.sleep(0.2)
+
     async def upsert(
         self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
     ) -> UpsertOutcome:
@@ -403,11 +413,14 @@ class DifyKnowledgeStore:
         action = "enable" if enabled else "disable"
         await self.client.set_status(dataset.id, document_id, action)
         # Dify refuses a repeat while it re-indexes, and ignores it after: waiting for an
-        # enable's re-index. Not after a disable (retrieval skips a disabled document at
-        # once): Dify 1.14.2 sets its "being indexed" flag after queueing the task, so a
-        # fast task leaves the flag for ten minutes and the repeat could only time out.
+        # enable's re-index. Not after a disable: Dify 1.14.2 sets its "being indexed" flag
+        # after queueing the task, so a fast task leaves the flag for ten minutes and the
+        # repeat could only time out. Retrieval skips a segment once that task has disabled
+        # it, not the document at once: waiting for the segments instead.
         if self._wait_indexed and enabled:
             await self.client.set_status(dataset.id, document_id, action)
+        if self._wait_indexed and not enabled:
+            await self._wait_segments_disabled(dataset, document_id)
         if enabled:  # re-indexing extracts Dify's own keywords again
             await self._after_indexing(dataset, document_id, enabled=True)
         return True
