@@ -12,7 +12,7 @@ from typing import Any
 from memory_bridge import ConfigError
 
 from ._errors import PlaybookFailed
-from ._inventory import Inventory, Project, load_inventory, one_project_inventory
+from ._inventory import Inventory, Machine, Project, load_inventory, one_project_inventory
 from ._playbook import Event, PlaybookRun, run_playbook
 from ._wheel import control_wheel
 
@@ -70,7 +70,7 @@ def provision(
         try:
             run = run_playbook(playbook, inventory.path, workspaces=workspaces, limit=limit, **options)
         except PlaybookFailed as failed:
-            raise PlaybookFailed(_per_project(inventory, failed), failed.run) from failed
+            raise PlaybookFailed(_per_project(inventory, failed, playbook), failed.run) from failed
         return inventory, run
     with tempfile.TemporaryDirectory(prefix="memctl-") as scratch:
         loaded = load_inventory(one_project_inventory(inventory, Path(scratch)))
@@ -112,20 +112,41 @@ def failed_projects(inventory: Inventory, run: PlaybookRun) -> dict[str, str]:
     return failed
 
 
-def _per_project(inventory: Inventory, failed: PlaybookFailed) -> str:
-    """Which projects failed and why, which finished, and which the run never reached."""
+def _per_project(inventory: Inventory, failed: PlaybookFailed, playbook: str) -> str:
+    """Which projects failed and why, which finished, and which the run never reached; for a
+    rolling upgrade, which machines were upgraded before it stopped and which it never touched."""
     which = failed_projects(inventory, failed.run)
     if not which:
         return str(failed)
-    rest = [p.slug for _, p in inventory.projects if p.slug not in which]
-    finished = [slug for slug in rest if slug in failed.run.recap]
     lines = [f"{len(which)} of {len(inventory.projects)} projects failed:"]
     lines += [f"  {slug}: {reason}" for slug, reason in which.items()]
-    lines.append(f"finished: {', '.join(finished) or 'none'}")
-    if len(finished) < len(rest):
-        lines.append(f"not run: {', '.join(slug for slug in rest if slug not in finished)}")
+    if playbook == "upgrade":
+        lines += _roll(inventory, failed.run, which)
+    else:
+        rest = [p.slug for _, p in inventory.projects if p.slug not in which]
+        finished = [slug for slug in rest if slug in failed.run.recap]
+        lines.append(f"finished: {', '.join(finished) or 'none'}")
+        if len(finished) < len(rest):
+            lines.append(f"not run: {', '.join(slug for slug in rest if slug not in finished)}")
     lines.append(f"full log: {failed.run.log}")
     return "\n".join(lines)
+
+
+def _roll(inventory: Inventory, run: PlaybookRun, failed: dict[str, str]) -> list[str]:
+    """The machines an upgrade went through (upgraded, checked healthy) and those it never
+    touched, each with its projects."""
+
+    def named(machines: list[Machine]) -> str:
+        slugs = [", ".join(p.slug for p in m.projects) or "no projects" for m in machines]
+        return ", ".join(f"{m.name} ({projects})" for m, projects in zip(machines, slugs, strict=True))
+
+    reached = [m for m in inventory.machines if m.name in run.recap]
+    upgraded = [m for m in reached if not any(p.slug in failed for p in m.projects)]
+    untouched = [m for m in inventory.machines if m.name not in run.recap]
+    lines = [f"upgraded: {named(upgraded) or 'none'}"]
+    if untouched:
+        lines.append(f"not touched: {named(untouched)}")
+    return lines
 
 
 def _identity(workspace: str) -> str:
