@@ -78,6 +78,9 @@ def provision(
     return loaded, run
 
 
+_PENDING = "memctl_install : Leave the projects out of a --check run on a machine without memctl yet"
+"""The task that marks a machine whose projects a --check run leaves out (memctl not there)."""
+
 _INSTALLING = frozenset({"site", "upgrade"})
 """The playbooks that install memctl on the machines reached over SSH (memctl_install)."""
 
@@ -170,6 +173,7 @@ def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
 
     `changed` counts every file created, updated or removed, and every other changed task;
     `schedule` says whether the maintenance timer changed, when the run looked at it."""
+    pending = {r["host"] for r in run.results if r["task"] == _PENDING and r["status"] == "ok"}
     projects = []
     for machine, project in inventory.projects:
         results = [r for r in run.results if r["host"] == project.slug]
@@ -184,6 +188,11 @@ def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
             "warnings": [w for r in results for w in r["warnings"]],
             "diffs": [{"task": r["task"], "diff": r["diff"]} for r in results if r["diff"]],
         }
+        if machine.name in pending:
+            record["warnings"].append(
+                f"memctl is not installed on {machine.name} yet: a run without --check installs it, "
+                "then provisions this project (what that changes cannot be predicted before)"
+            )
         timer = [r for r in results if r["task"].startswith("schedule : ") and r["status"] == "ok"]
         if timer:  # the project's maintenance timer: installed, updated or removed, or as it was
             record["schedule"] = "changed" if any(r["changed"] for r in timer) else "unchanged"
