@@ -20,6 +20,7 @@ RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+f
 # What a run leaves on a machine, outside the stores' own files (which a read may touch).
 OLD_PYTHON = "printf '#!/bin/sh\\necho 3.9.18\\n' > /usr/local/bin/old && chmod +x /usr/local/bin/old"
 LAUNCHER = "/root/.local/bin/memctl"
+DEPLOY_VENV = "/opt/memctl-deploy"
 CHECK_TASK = "Check that the machine's projects are healthy before the next machine is upgraded"
 SNAPSHOT = (
     "find /srv/src/alpha /root/.local/bin /opt/memctl/memctl-installed /opt/memctl/wheels "
@@ -53,10 +54,21 @@ def log_of(message: str) -> str:
     return Path(message.rsplit("full log: ", 1)[1].strip()).read_text()
 
 
+def deploy_machine(fleet: Fleet) -> dict[str, Any]:
+    """fleet-deploy: fleet-a's container reached as deploy, a user who may sudo, installing
+    memctl as root (memctl_install_become) into an environment of its own."""
+    deploy: dict[str, Any] = {"ansible_port": fleet.targets[0].port, "ansible_user": "deploy"}
+    deploy.update(memctl_install_become=True, memctl_install_dir=DEPLOY_VENV)
+    deploy["memctl_projects"] = [
+        {"slug": "deploy-alpha", "workspace": "/home/deploy/alpha", "clients": ["claude"]}
+    ]
+    return deploy
+
+
 def failing_inventory(fleet: Fleet) -> Path:
     """fleet-a and fleet-b, with three things that fail: fleet-gone cannot be reached, fleet-old
     (fleet-a's container) has only Python 3.9, and fleet-b's second project's workspace does not
-    exist there."""
+    exist there; and fleet-deploy, provisioned for the first time."""
     a, b = fleet.targets
     a.host().check_output(OLD_PYTHON)
     gone = {"ansible_port": free_port(), "memctl_projects": [{"slug": "gone-alpha", "workspace": "/srv/a"}]}
@@ -70,6 +82,7 @@ def failing_inventory(fleet: Fleet) -> Path:
         "fleet-gone": gone,
         "fleet-old": old,
         b.name: {"ansible_port": b.port, "memctl_projects": projects},
+        "fleet-deploy": deploy_machine(fleet),
     }
     return fleet.write_inventory(fleet.root / "failing.yml", extra)
 
@@ -144,7 +157,7 @@ def test_a_machine_or_project_that_fails_fails_only_its_own_projects(fleet: Flee
     code, report, output = runs.failing
     assert code == 6, output
     message = report["message"]
-    assert message.startswith("3 of 5 projects failed:\n"), message
+    assert message.startswith("3 of 6 projects failed:\n"), message
     assert "\n  gone-alpha: fleet-gone unreachable at memctl_install : Find the machine's Python" in message
     assert (
         "\n  old-alpha: fleet-old failed at memctl_install : Refuse a machine without Python 3.11" in message
@@ -155,7 +168,7 @@ def test_a_machine_or_project_that_fails_fails_only_its_own_projects(fleet: Flee
         in message
     )
     assert "workspace /srv/src/missing is not an existing directory on its machine" in message
-    assert "\nfinished: fleet-a-alpha, fleet-b-alpha\nfull log: " in message
+    assert "\nfinished: fleet-a-alpha, fleet-b-alpha, deploy-alpha\nfull log: " in message
     a, b = (t.host() for t in fleet.targets)
     assert not b.file("/srv/src/missing").exists
     assert not a.file("/srv/src/beta/.memory").exists
@@ -165,17 +178,19 @@ def test_status_probes_each_project_on_its_machine(fleet: Fleet, runs: Runs) -> 
     """One machine cannot be reached: its project is reported failing, saying why; the others
     are probed on their machines by the memctl installed there."""
     gone = {"ansible_port": free_port(), "memctl_projects": [{"slug": "gone-alpha", "workspace": "/srv/a"}]}
-    inventory = fleet.write_inventory(fleet.root / "status-gone.yml", {"fleet-gone": gone})
+    machines = {"fleet-gone": gone, "fleet-deploy": deploy_machine(fleet)}
+    inventory = fleet.write_inventory(fleet.root / "status-gone.yml", machines)
     code, report, output = fleet.memctl("status", "--inventory", str(inventory))
     assert code == 5 and report["ok"] is False, output
     projects = {p["slug"]: p for p in report["projects"]}
-    assert set(projects) == {"fleet-a-alpha", "fleet-b-alpha", "gone-alpha"}
+    assert set(projects) == {"fleet-a-alpha", "fleet-b-alpha", "gone-alpha", "deploy-alpha"}
     assert projects["gone-alpha"]["ok"] is False and projects["gone-alpha"]["machine"] == "fleet-gone"
     assert projects["gone-alpha"]["error"].startswith("unreachable at "), projects["gone-alpha"]
-    for slug in ("fleet-a-alpha", "fleet-b-alpha"):
+    where = {"fleet-a-alpha": "fleet-a", "fleet-b-alpha": "fleet-b", "deploy-alpha": "fleet-deploy"}
+    for slug, machine in where.items():
         project = projects[slug]
-        assert project["ok"] is True and project["machine"] == slug.removesuffix("-alpha"), project
-        assert project["project"] == "/srv/src/alpha"
+        assert project["ok"] is True and project["machine"] == machine, project
+        assert project["project"] == ("/home/deploy/alpha" if slug == "deploy-alpha" else "/srv/src/alpha")
         assert all(store["healthy"] for store in project["stores"])
         assert all(client["ok"] for client in project["clients"])
 
@@ -215,33 +230,24 @@ def test_upgrade_stops_at_the_first_unhealthy_machine(fleet: Fleet, runs: Runs, 
     assert hosts["fleet-b"][3] == 1 and "fleet-later" not in hosts
 
 
-def test_a_user_who_may_sudo_installs_memctl_as_root(fleet: Fleet, runs: Runs, tmp_path: Path) -> None:
-    """deploy logs in to fleet-a and, with memctl_install_become, installs memctl into root's
-    /opt/memctl with sudo (another memctl is recorded there, so it installs); the project's
-    files are deploy's."""
-    a = fleet.targets[0]
-    root = a.host()
-    root.check_output("echo another > /opt/memctl/memctl-installed")
-    deploy: dict[str, Any] = {"ansible_port": a.port, "ansible_user": "deploy", "memctl_install_become": True}
-    deploy["memctl_projects"] = [
-        {"slug": "deploy-alpha", "workspace": "/home/deploy/alpha", "clients": ["claude"]}
-    ]
-    inventory = fleet.write_inventory(tmp_path / "deploy.yml", {"fleet-deploy": deploy})
-    code, report, output = fleet.up("--limit", "fleet-deploy", inventory=inventory)
-    assert code == 0, output
-    log = Path(report["log"]).read_text()
+def test_a_user_who_may_sudo_installs_memctl_as_root(fleet: Fleet, runs: Runs) -> None:
+    """fleet-deploy (in the failing run) logs in as deploy and installs memctl with sudo into
+    a root-owned environment; the project's files are deploy's (its status is checked with
+    the others')."""
+    log = log_of(runs.failing[1]["message"])
     install = log.split("TASK [memctl_install : Install memctl and its dependencies]", 1)[1].split("TASK", 1)[
         0
     ]
     assert "changed: [fleet-deploy]" in install
-    installed = root.file("/opt/memctl/memctl-installed")
-    assert installed.user == "root" and installed.content_string.startswith("/opt/memctl/wheels/memctl-")
-    [project] = report["projects"]
-    assert project["smoke"]["tools"] > 0
-    memory = root.file("/home/deploy/alpha/.memory")
+    host = fleet.targets[0].host()
+    installed = host.file(f"{DEPLOY_VENV}/memctl-installed")
+    assert installed.user == "root" and installed.content_string.startswith(f"{DEPLOY_VENV}/wheels/memctl-")
+    assert host.file(f"{DEPLOY_VENV}/bin/python").user == "root"
+    memory = host.file("/home/deploy/alpha/.memory")
     assert memory.user == "deploy" and memory.mode == 0o700
-    assert root.file("/home/deploy/alpha/.mcp.json").user == "deploy"
-    assert root.file("/home/deploy/.local/bin/memctl").contains("/opt/memctl/bin/memctl")
+    assert host.file("/home/deploy/alpha/.memory/bridge.token").user == "deploy"
+    assert host.file("/home/deploy/alpha/.mcp.json").user == "deploy"
+    assert host.file("/home/deploy/.local/bin/memctl").contains(f"{DEPLOY_VENV}/bin/memctl")
 
 
 def test_check_on_a_machine_without_memctl_says_what_it_would_do(fleet: Fleet, new_machine: Target) -> None:
