@@ -17,11 +17,11 @@ pytestmark = [pytest.mark.fleet]
 
 Result = tuple[int, dict[str, Any], str]
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
-# What a run leaves on a machine, outside the stores' own files (which a read may touch).
 OLD_PYTHON = "printf '#!/bin/sh\\necho 3.9.18\\n' > /usr/local/bin/old && chmod +x /usr/local/bin/old"
 LAUNCHER = "/root/.local/bin/memctl"
 DEPLOY_VENV = "/opt/memctl-deploy"
 CHECK_TASK = "Check that the machine's projects are healthy before the next machine is upgraded"
+# What a run leaves on a machine, outside the stores' own files (which a read may touch).
 SNAPSHOT = (
     "find /srv/src/alpha /root/.local/bin /opt/memctl/memctl-installed /opt/memctl/wheels "
     "-path /srv/src/alpha/.memory/memory -prune -o -type f -print0 | sort -z | xargs -0 sha256sum"
