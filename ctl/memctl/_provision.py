@@ -12,7 +12,7 @@ from typing import Any
 from memory_bridge import ConfigError
 
 from ._errors import PlaybookFailed
-from ._inventory import Inventory, Project, load_inventory, one_project_inventory
+from ._inventory import Inventory, Machine, Project, load_inventory, one_project_inventory
 from ._playbook import Event, PlaybookRun, run_playbook
 from ._wheel import control_wheel
 
@@ -70,13 +70,16 @@ def provision(
         try:
             run = run_playbook(playbook, inventory.path, workspaces=workspaces, limit=limit, **options)
         except PlaybookFailed as failed:
-            raise PlaybookFailed(_per_project(inventory, failed), failed.run) from failed
+            raise PlaybookFailed(_per_project(inventory, failed, playbook), failed.run) from failed
         return inventory, run
     with tempfile.TemporaryDirectory(prefix="memctl-") as scratch:
         loaded = load_inventory(one_project_inventory(inventory, Path(scratch)))
         run = run_playbook(playbook, loaded.path, workspaces=[_identity(inventory.workspace)], **options)
     return loaded, run
 
+
+_PENDING = "memctl_install : Leave the projects out of a --check run on a machine without memctl yet"
+"""The task that marks a machine whose projects a --check run leaves out (memctl not there)."""
 
 _INSTALLING = frozenset({"site", "upgrade"})
 """The playbooks that install memctl on the machines reached over SSH (memctl_install)."""
@@ -112,20 +115,41 @@ def failed_projects(inventory: Inventory, run: PlaybookRun) -> dict[str, str]:
     return failed
 
 
-def _per_project(inventory: Inventory, failed: PlaybookFailed) -> str:
-    """Which projects failed and why, which finished, and which the run never reached."""
+def _per_project(inventory: Inventory, failed: PlaybookFailed, playbook: str) -> str:
+    """Which projects failed and why, which finished, and which the run never reached; for a
+    rolling upgrade, which machines were upgraded before it stopped and which it never touched."""
     which = failed_projects(inventory, failed.run)
     if not which:
         return str(failed)
-    rest = [p.slug for _, p in inventory.projects if p.slug not in which]
-    finished = [slug for slug in rest if slug in failed.run.recap]
     lines = [f"{len(which)} of {len(inventory.projects)} projects failed:"]
     lines += [f"  {slug}: {reason}" for slug, reason in which.items()]
-    lines.append(f"finished: {', '.join(finished) or 'none'}")
-    if len(finished) < len(rest):
-        lines.append(f"not run: {', '.join(slug for slug in rest if slug not in finished)}")
+    if playbook == "upgrade":
+        lines += _roll(inventory, failed.run, which)
+    else:
+        rest = [p.slug for _, p in inventory.projects if p.slug not in which]
+        finished = [slug for slug in rest if slug in failed.run.recap]
+        lines.append(f"finished: {', '.join(finished) or 'none'}")
+        if len(finished) < len(rest):
+            lines.append(f"not run: {', '.join(slug for slug in rest if slug not in finished)}")
     lines.append(f"full log: {failed.run.log}")
     return "\n".join(lines)
+
+
+def _roll(inventory: Inventory, run: PlaybookRun, failed: dict[str, str]) -> list[str]:
+    """The machines an upgrade went through (upgraded, checked healthy) and those it never
+    touched, each with its projects."""
+
+    def named(machines: list[Machine]) -> str:
+        slugs = [", ".join(p.slug for p in m.projects) or "no projects" for m in machines]
+        return ", ".join(f"{m.name} ({projects})" for m, projects in zip(machines, slugs, strict=True))
+
+    reached = [m for m in inventory.machines if m.name in run.recap]
+    upgraded = [m for m in reached if not any(p.slug in failed for p in m.projects)]
+    untouched = [m for m in inventory.machines if m.name not in run.recap]
+    lines = [f"upgraded: {named(upgraded) or 'none'}"]
+    if untouched:
+        lines.append(f"not touched: {named(untouched)}")
+    return lines
 
 
 def _identity(workspace: str) -> str:
@@ -149,6 +173,7 @@ def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
 
     `changed` counts every file created, updated or removed, and every other changed task;
     `schedule` says whether the maintenance timer changed, when the run looked at it."""
+    pending = {r["host"] for r in run.results if r["task"] == _PENDING and r["status"] == "ok"}
     projects = []
     for machine, project in inventory.projects:
         results = [r for r in run.results if r["host"] == project.slug]
@@ -163,6 +188,11 @@ def summarise(inventory: Inventory, run: PlaybookRun) -> list[dict[str, Any]]:
             "warnings": [w for r in results for w in r["warnings"]],
             "diffs": [{"task": r["task"], "diff": r["diff"]} for r in results if r["diff"]],
         }
+        if machine.name in pending:
+            record["warnings"].append(
+                f"memctl is not installed on {machine.name} yet: a run without --check installs it, "
+                "then provisions this project (what that changes cannot be predicted before)"
+            )
         timer = [r for r in results if r["task"].startswith("schedule : ") and r["status"] == "ok"]
         if timer:  # the project's maintenance timer: installed, updated or removed, or as it was
             record["schedule"] = "changed" if any(r["changed"] for r in timer) else "unchanged"

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,28 +86,50 @@ def _wait_for_ssh(target: Target) -> None:
 
 
 @pytest.fixture(scope="session")
-def targets(ssh_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Target]]:
-    """Two SSH machines, fleet-a and fleet-b, started for the session."""
-    keys = tmp_path_factory.mktemp("ssh-key")
-    key = keys / "id_ed25519"
+def ssh_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The control node's key; every target authorises it."""
+    key = tmp_path_factory.mktemp("ssh-key") / "id_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    (keys / "authorized_keys").write_bytes(key.with_suffix(".pub").read_bytes())
-    started = [Target(f"fleet-{n}", f"memctl-test-fleet-{RUN}-{n}", free_port(), key) for n in "ab"]
+    key.with_name("authorized_keys").write_bytes(key.with_suffix(".pub").read_bytes())
+    return key
+
+
+@contextmanager
+def started(ssh_image: str, key: Path, *names: str) -> Iterator[list[Target]]:
+    """The named machines, running until the block ends."""
+    machines = [Target(f"fleet-{n}", f"memctl-test-fleet-{RUN}-{n}", free_port(), key) for n in names]
     try:
-        for target in started:
+        for target in machines:
             result = _run(
-                "docker", "run", "--detach", "--name", target.container, "--hostname", target.name,
+                "docker", "run", "--detach", "--rm", "--name", target.container, "--hostname", target.name,
                 "--publish", f"127.0.0.1:{target.port}:22",
-                "--volume", f"{keys / 'authorized_keys'}:/root/.ssh/authorized_keys:ro",
+                "--volume", f"{key.with_name('authorized_keys')}:/root/.ssh/authorized_keys:ro",
+                "--volume", f"{key.with_name('authorized_keys')}:/home/deploy/.ssh/authorized_keys:ro",
                 ssh_image,
             )  # fmt: skip
             assert result.returncode == 0, result.stderr
-        for target in started:
+        for target in machines:
             _wait_for_ssh(target)
-        yield started
+        yield machines
     finally:
-        for target in started:
-            _run("docker", "rm", "--force", target.container)
+        # Killed, then removed by the engine in the background (--rm): deleting a machine's
+        # file system, memctl's environment and all, takes tens of seconds.
+        for target in machines:
+            _run("docker", "kill", target.container)
+
+
+@pytest.fixture(scope="session")
+def targets(ssh_image: str, ssh_key: Path) -> Iterator[list[Target]]:
+    """Two SSH machines, fleet-a and fleet-b, started for the session."""
+    with started(ssh_image, ssh_key, "a", "b") as machines:
+        yield machines
+
+
+@pytest.fixture(scope="module")
+def new_machine(ssh_image: str, ssh_key: Path) -> Iterator[Target]:
+    """fleet-c: a machine memctl has never been installed on."""
+    with started(ssh_image, ssh_key, "c") as machines:
+        yield machines[0]
 
 
 @dataclass

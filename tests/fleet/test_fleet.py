@@ -17,6 +17,10 @@ pytestmark = [pytest.mark.fleet]
 
 Result = tuple[int, dict[str, Any], str]
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
+OLD_PYTHON = "printf '#!/bin/sh\\necho 3.9.18\\n' > /usr/local/bin/old && chmod +x /usr/local/bin/old"
+LAUNCHER = "/root/.local/bin/memctl"
+DEPLOY_VENV = "/opt/memctl-deploy"
+CHECK_TASK = "Check that the machine's projects are healthy before the next machine is upgraded"
 # What a run leaves on a machine, outside the stores' own files (which a read may touch).
 SNAPSHOT = (
     "find /srv/src/alpha /root/.local/bin /opt/memctl/memctl-installed /opt/memctl/wheels "
@@ -26,8 +30,12 @@ SNAPSHOT = (
 
 @dataclass
 class Runs:
+    """The runs the tests share: two of `memctl up` (the second with machines and a project
+    that fail), `memctl upgrade` and `memctl up --check --diff`, with what --check left."""
+
     first: Result
-    second: Result
+    failing: Result
+    upgrade: Result
     check: Result
     before_check: dict[str, str]
     after_check: dict[str, str]
@@ -46,14 +54,48 @@ def log_of(message: str) -> str:
     return Path(message.rsplit("full log: ", 1)[1].strip()).read_text()
 
 
+def deploy_machine(fleet: Fleet) -> dict[str, Any]:
+    """fleet-deploy: fleet-a's container reached as deploy, a user who may sudo, installing
+    memctl as root (memctl_install_become) into an environment of its own."""
+    deploy: dict[str, Any] = {"ansible_port": fleet.targets[0].port, "ansible_user": "deploy"}
+    deploy.update(memctl_install_become=True, memctl_install_dir=DEPLOY_VENV)
+    deploy["memctl_projects"] = [
+        {"slug": "deploy-alpha", "workspace": "/home/deploy/alpha", "clients": ["claude"]}
+    ]
+    return deploy
+
+
+def failing_inventory(fleet: Fleet) -> Path:
+    """fleet-a and fleet-b, with three things that fail: fleet-gone cannot be reached, fleet-old
+    (fleet-a's container) has only Python 3.9, and fleet-b's second project's workspace does not
+    exist there; and fleet-deploy, provisioned for the first time."""
+    a, b = fleet.targets
+    a.host().check_output(OLD_PYTHON)
+    gone = {"ansible_port": free_port(), "memctl_projects": [{"slug": "gone-alpha", "workspace": "/srv/a"}]}
+    old = {"ansible_port": a.port, "memctl_install_python": "/usr/local/bin/old"}
+    old["memctl_projects"] = [{"slug": "old-alpha", "workspace": "/srv/src/beta"}]
+    projects = [
+        {"slug": "fleet-b-alpha", "workspace": "/srv/src/alpha", "clients": ["claude"]},
+        {"slug": "fleet-b-missing", "workspace": "/srv/src/missing"},
+    ]
+    extra = {
+        "fleet-gone": gone,
+        "fleet-old": old,
+        b.name: {"ansible_port": b.port, "memctl_projects": projects},
+        "fleet-deploy": deploy_machine(fleet),
+    }
+    return fleet.write_inventory(fleet.root / "failing.yml", extra)
+
+
 @pytest.fixture(scope="module")
 def runs(fleet: Fleet) -> Runs:
     first = fleet.up()
     assert first[0] == 0, first[2]
-    second = fleet.up()
+    failing = fleet.up(inventory=failing_inventory(fleet))
+    upgrade = fleet.memctl("upgrade", "--inventory", str(fleet.inventory))
     before = snapshot(fleet)
     check = fleet.up("--check", "--diff")
-    return Runs(first, second, check, before, snapshot(fleet))
+    return Runs(first, failing, upgrade, check, before, snapshot(fleet))
 
 
 def test_the_first_run_installs_memctl_and_provisions_each_machine(fleet: Fleet, runs: Runs) -> None:
@@ -77,9 +119,10 @@ def test_the_first_run_installs_memctl_and_provisions_each_machine(fleet: Fleet,
 
 
 def test_a_second_run_changes_nothing(runs: Runs) -> None:
-    code, report, output = runs.second
-    assert code == 0, output
-    assert report["changed"] == 0, recap(Path(report["log"]).read_text())
+    """The failing run is the second over fleet-a and fleet-b: their projects change nothing."""
+    hosts = recap(log_of(runs.failing[1]["message"]))
+    for name in ("fleet-a", "fleet-a-alpha", "fleet-b", "fleet-b-alpha"):
+        assert hosts[name][1:] == (0, 0, 0), f"{name} changed or failed: {hosts[name]}"
 
 
 def test_check_diff_changes_nothing(runs: Runs) -> None:
@@ -108,94 +151,121 @@ def test_limit_names_an_unknown_machine(fleet: Fleet) -> None:
 
 
 def test_a_machine_or_project_that_fails_fails_only_its_own_projects(fleet: Fleet, runs: Runs) -> None:
-    """fleet-gone cannot be reached; on fleet-b, a second project's workspace does not exist
-    (checked there): both fail saying why, and the other projects finish."""
-    gone = {"ansible_port": free_port(), "memctl_projects": [{"slug": "gone-alpha", "workspace": "/srv/a"}]}
-    b = fleet.targets[1]
-    projects = [
-        {"slug": "fleet-b-alpha", "workspace": "/srv/src/alpha", "clients": ["claude"]},
-        {"slug": "fleet-b-missing", "workspace": "/srv/src/missing"},
-    ]
-    extra = {"fleet-gone": gone, b.name: {"ansible_port": b.port, "memctl_projects": projects}}
-    code, report, output = fleet.up(inventory=fleet.write_inventory(fleet.root / "failing.yml", extra))
+    """fleet-gone cannot be reached, fleet-old's Python is too old, and on fleet-b a second
+    project's workspace does not exist (checked there): each fails saying why, and the other
+    projects finish."""
+    code, report, output = runs.failing
     assert code == 6, output
     message = report["message"]
-    assert message.startswith("2 of 4 projects failed:\n"), message
+    assert message.startswith("3 of 6 projects failed:\n"), message
     assert "\n  gone-alpha: fleet-gone unreachable at memctl_install : Find the machine's Python" in message
+    assert (
+        "\n  old-alpha: fleet-old failed at memctl_install : Refuse a machine without Python 3.11" in message
+    )
+    assert "memctl needs Python 3.11 or later on fleet-old, and /usr/local/bin/old is 3.9.18" in message
     assert (
         "\n  fleet-b-missing: failed at bridge : Refuse a workspace that is not an existing directory: "
         in message
     )
     assert "workspace /srv/src/missing is not an existing directory on its machine" in message
-    assert "\nfinished: fleet-a-alpha, fleet-b-alpha\nfull log: " in message
-    hosts = recap(log_of(message))
-    for name in ("fleet-a", "fleet-a-alpha", "fleet-b", "fleet-b-alpha"):
-        assert hosts[name][1:] == (0, 0, 0), f"{name} changed or failed: {hosts[name]}"
-    assert not b.host().file("/srv/src/missing").exists
-
-
-def test_a_machine_without_python_3_11_is_refused_saying_so(fleet: Fleet, tmp_path: Path) -> None:
-    target: Target = fleet.targets[0]
-    target.host().check_output(
-        "printf '#!/bin/sh\\necho 3.9.18\\n' > /usr/local/bin/old && chmod +x /usr/local/bin/old"
-    )
-    old = {"ansible_port": target.port, "memctl_install_python": "/usr/local/bin/old"}
-    old["memctl_projects"] = [{"slug": "old-alpha", "workspace": "/srv/src/beta"}]
-    inventory = fleet.write_inventory(tmp_path / "old.yml", {"fleet-old": old})
-    code, report, output = fleet.up("--limit", "fleet-old", inventory=inventory)
-    assert code == 6, output
-    assert (
-        "memctl needs Python 3.11 or later on fleet-old, and /usr/local/bin/old is 3.9.18"
-        in report["message"]
-    )
-    assert not target.host().file("/srv/src/beta/.memory").exists
+    assert "\nfinished: fleet-a-alpha, fleet-b-alpha, deploy-alpha\nfull log: " in message
+    a, b = (t.host() for t in fleet.targets)
+    assert not b.file("/srv/src/missing").exists
+    assert not a.file("/srv/src/beta/.memory").exists
 
 
 def test_status_probes_each_project_on_its_machine(fleet: Fleet, runs: Runs) -> None:
     """One machine cannot be reached: its project is reported failing, saying why; the others
     are probed on their machines by the memctl installed there."""
     gone = {"ansible_port": free_port(), "memctl_projects": [{"slug": "gone-alpha", "workspace": "/srv/a"}]}
-    inventory = fleet.write_inventory(fleet.root / "status-gone.yml", {"fleet-gone": gone})
+    machines = {"fleet-gone": gone, "fleet-deploy": deploy_machine(fleet)}
+    inventory = fleet.write_inventory(fleet.root / "status-gone.yml", machines)
     code, report, output = fleet.memctl("status", "--inventory", str(inventory))
     assert code == 5 and report["ok"] is False, output
     projects = {p["slug"]: p for p in report["projects"]}
-    assert set(projects) == {"fleet-a-alpha", "fleet-b-alpha", "gone-alpha"}
+    assert set(projects) == {"fleet-a-alpha", "fleet-b-alpha", "gone-alpha", "deploy-alpha"}
     assert projects["gone-alpha"]["ok"] is False and projects["gone-alpha"]["machine"] == "fleet-gone"
     assert projects["gone-alpha"]["error"].startswith("unreachable at "), projects["gone-alpha"]
-    for slug in ("fleet-a-alpha", "fleet-b-alpha"):
+    where = {"fleet-a-alpha": "fleet-a", "fleet-b-alpha": "fleet-b", "deploy-alpha": "fleet-deploy"}
+    for slug, machine in where.items():
         project = projects[slug]
-        assert project["ok"] is True and project["machine"] == slug.removesuffix("-alpha"), project
-        assert project["project"] == "/srv/src/alpha"
+        assert project["ok"] is True and project["machine"] == machine, project
+        assert project["project"] == ("/home/deploy/alpha" if slug == "deploy-alpha" else "/srv/src/alpha")
         assert all(store["healthy"] for store in project["stores"])
         assert all(client["ok"] for client in project["clients"])
 
 
-def test_upgrade_goes_one_machine_at_a_time(fleet: Fleet, runs: Runs) -> None:
-    code, report, output = fleet.memctl("upgrade", "--inventory", str(fleet.inventory))
+def test_upgrade_goes_one_machine_at_a_time_checking_each(runs: Runs) -> None:
+    code, report, output = runs.upgrade
     assert code == 0, output
     assert report["changed"] == 0
     log = Path(report["log"]).read_text()
     install = log.split("PLAY [Upgrade memctl on the machines", 1)[1].split("PLAY [Expand", 1)[0]
-    assert install.count("TASK [memctl_install : Find the machine's Python and its version]") == 2
+    tasks = re.findall(r"^TASK \[(.+?)\]", install, re.MULTILINE)
+    one = ["memctl_install : Find the machine's Python and its version", CHECK_TASK]
+    assert [t for t in tasks if t in one] == one + one  # fleet-a installed and checked, then fleet-b
+    assert re.search(rf"TASK \[{re.escape(CHECK_TASK)}\].*\nok: \[fleet-a\] => \(item=fleet-a-alpha\)", log)
 
 
-def test_upgrade_stops_at_the_first_machine_that_fails(fleet: Fleet, runs: Runs, tmp_path: Path) -> None:
-    a = fleet.targets[0]
-    a.host().check_output(
-        "printf '#!/bin/sh\\necho 3.9.18\\n' > /usr/local/bin/old && chmod +x /usr/local/bin/old"
-    )
-    broken = {
-        "ansible_port": a.port,
-        "memctl_install_python": "/usr/local/bin/old",
-        "memctl_projects": [{"slug": "fleet-a-alpha", "workspace": "/srv/src/alpha", "clients": ["claude"]}],
-    }
-    inventory = fleet.write_inventory(tmp_path / "broken.yml", {"fleet-a": broken})
-    code, report, _ = fleet.memctl("upgrade", "--inventory", str(inventory))
-    assert code == 6
-    assert (
-        "fleet-a-alpha: fleet-a failed at memctl_install : Refuse a machine without Python 3.11 or later"
-        in report["message"]
-    )
-    assert "\nnot run: fleet-b-alpha\n" in report["message"]
-    hosts = recap(log_of(report["message"]))
-    assert hosts["fleet-a"][3] == 1 and "fleet-b" not in hosts  # fleet-b was never touched
+def test_upgrade_stops_at_the_first_unhealthy_machine(fleet: Fleet, runs: Runs, tmp_path: Path) -> None:
+    """fleet-b's client config cannot start memctl's server: fleet-a is upgraded and healthy,
+    fleet-b fails its check, and fleet-later (after it) is never touched."""
+    b = fleet.targets[1].host()
+    b.check_output(f"mv {LAUNCHER} {LAUNCHER}.aside && printf '#!/bin/sh\\nexit 3\\n' > {LAUNCHER}")
+    b.check_output(f"chmod +x {LAUNCHER}")
+    later = {"ansible_port": fleet.targets[0].port}
+    later["memctl_projects"] = [{"slug": "later-beta", "workspace": "/srv/src/beta"}]
+    try:
+        inventory = fleet.write_inventory(tmp_path / "unhealthy.yml", {"fleet-later": later})
+        code, report, output = fleet.memctl("upgrade", "--inventory", str(inventory))
+    finally:
+        b.check_output(f"mv {LAUNCHER}.aside {LAUNCHER}")
+    assert code == 6, output
+    message = report["message"]
+    reason = f"fleet-b failed at {CHECK_TASK}: fleet-b-alpha is not healthy: "
+    assert message.startswith(f"1 of 3 projects failed:\n  fleet-b-alpha: {reason}"), message
+    assert ".mcp.json" in message.split(reason, 1)[1].split("\n", 1)[0]
+    assert "\nupgraded: fleet-a (fleet-a-alpha)\nnot touched: fleet-later (later-beta)\nfull log: " in message
+    hosts = recap(log_of(message))
+    assert hosts["fleet-b"][3] == 1 and "fleet-later" not in hosts
+
+
+def test_a_user_who_may_sudo_installs_memctl_as_root(fleet: Fleet, runs: Runs) -> None:
+    """fleet-deploy (in the failing run) logs in as deploy and installs memctl with sudo into
+    a root-owned environment; the project's files are deploy's (its status is checked with
+    the others')."""
+    log = log_of(runs.failing[1]["message"])
+    install = log.split("TASK [memctl_install : Install memctl and its dependencies]", 1)[1].split("TASK", 1)[
+        0
+    ]
+    assert "changed: [fleet-deploy]" in install
+    host = fleet.targets[0].host()
+    installed = host.file(f"{DEPLOY_VENV}/memctl-installed")
+    assert installed.user == "root" and installed.content_string.startswith(f"{DEPLOY_VENV}/wheels/memctl-")
+    assert host.file(f"{DEPLOY_VENV}/bin/python").user == "root"
+    memory = host.file("/home/deploy/alpha/.memory")
+    assert memory.user == "deploy" and memory.mode == 0o700
+    assert host.file("/home/deploy/alpha/.memory/bridge.token").user == "deploy"
+    assert host.file("/home/deploy/alpha/.mcp.json").user == "deploy"
+    assert host.file("/home/deploy/.local/bin/memctl").contains(f"{DEPLOY_VENV}/bin/memctl")
+
+
+def test_check_on_a_machine_without_memctl_says_what_it_would_do(fleet: Fleet, new_machine: Target) -> None:
+    """memctl is not installed on fleet-c yet: --check predicts the install, leaves the project
+    out saying why, and fails nothing."""
+    project = {"slug": "fleet-c-alpha", "workspace": "/srv/src/alpha", "clients": ["claude"]}
+    machine = {"ansible_port": new_machine.port, "memctl_projects": [project]}
+    inventory = fleet.write_inventory(fleet.root / "new.yml", {new_machine.name: machine})
+    code, report, output = fleet.up("--check", "--diff", "--limit", "fleet-c", inventory=inventory)
+    assert code == 0, output
+    assert report["check"] is True and report["changed"] > 0
+    [record] = report["projects"]
+    assert record["slug"] == "fleet-c-alpha" and record["failed"] == 0
+    assert record["warnings"] == [
+        "memctl is not installed on fleet-c yet: a run without --check installs it, then provisions "
+        "this project (what that changes cannot be predicted before)"
+    ]
+    log = Path(report["log"]).read_text()
+    assert "changed: [fleet-c]" in log.split("TASK [memctl_install : Create memctl's virtual environment]")[1]
+    host = new_machine.host()
+    assert not host.file("/opt/memctl").exists and not host.file("/srv/src/alpha/.memory").exists

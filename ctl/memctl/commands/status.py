@@ -124,6 +124,19 @@ def project_status(project: Project) -> dict[str, Any]:
     return report
 
 
+def problems(report: dict[str, Any]) -> list[str]:
+    """What keeps a project's status report from being healthy, one phrase each."""
+    if "error" in report:
+        return [report["error"]]
+    found = [f"{s['store']} store: {s.get('error', 'failing')}" for s in report["stores"] if not s["healthy"]]
+    if dead := report.get("outbox", {}).get("dead_lettered"):
+        found.append(f"{dead} writes to Dify dead-lettered")
+    found += [f"{', '.join(c['files'])}: {c['error']}" for c in report["clients"] if not c["ok"]]
+    if "bridge" in report and report["bridge"]["health"] != "healthy":
+        found.append(f"bridge container {report['bridge']['container']}: {report['bridge']['health']}")
+    return found
+
+
 def _remote_status(inventory: Inventory) -> dict[str, dict[str, Any]]:
     """Each project on the machines reached over SSH, reported there (playbooks/status.yml);
     a machine that cannot be reached gives each of its projects an error saying why."""

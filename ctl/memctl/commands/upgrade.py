@@ -29,8 +29,11 @@ def upgrade(
 
     Runs memctl's upgrade playbook. The versions come from the inventory (valkey_image,
     bridge_image, dify_version), else memctl's defaults: set the new ones there, then
-    run this. First every machine is checked (a dify_version memctl has not been tested
-    with stops the run before anything changes); then, one machine at a time, Valkey is
+    run this. Machines reached over SSH get the control node's memctl first, one at a
+    time, each machine's projects checked healthy with it (as memctl status does) before
+    the next starts; the first that fails stops the run, naming the machines upgraded and
+    those not touched. Then every machine is checked (a dify_version memctl has not been
+    tested with stops the run before any service changes); then, one machine at a time, Valkey is
     replaced if its image changed and must answer PING, Dify moves to its release and the
     bridge image is rebuilt if its sources changed; then the bridge containers are
     replaced one at a time, each answering /health before the next moves; last, every

@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ansible_collections.memctl.stack.plugins.callback.events import _failure
 from memctl._inventory import Inventory, Machine, Project
 from memctl._playbook import PlaybookRun
 from memctl._provision import failed_projects, limited
 from memctl.cli import cli
+from memctl.commands.status import problems
 from memory_bridge import ConfigError
 
 
@@ -21,15 +23,15 @@ def _inventory() -> Inventory:
     return Inventory(Path("hosts.yml"), (machine("a", "a1", "a2"), machine("b", "b1"), machine("c", "c1")))
 
 
-def _failure(host: str, status: str, task: str, msg: str) -> dict[str, object]:
+def _failed(host: str, status: str, task: str, msg: str) -> dict[str, object]:
     return {"host": host, "task": task, "status": status, "msg": msg, "changed": False}
 
 
 def test_a_machine_that_fails_fails_each_of_its_projects_and_no_other() -> None:
     run = PlaybookRun("site", Path("run.log"))
     run.results = [
-        _failure("a", "unreachable", "Find the machine's Python", "ssh: connection refused"),
-        _failure("c1", "failed", "Migrate the stores", "disk full"),
+        _failed("a", "unreachable", "Find the machine's Python", "ssh: connection refused"),
+        _failed("c1", "failed", "Migrate the stores", "disk full"),
         {"host": "b1", "task": "Migrate the stores", "status": "ok", "changed": False},
     ]
     assert failed_projects(_inventory(), run) == {
@@ -51,3 +53,33 @@ def test_limit_keeps_the_named_machines_and_refuses_an_unknown_one() -> None:
 def test_limit_needs_an_inventory(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["up", "--project", str(tmp_path), "--limit", "a", "--json"])
     assert result.exit_code == 2 and "--limit needs --inventory" in result.output
+
+
+def test_what_keeps_a_project_from_being_healthy_is_named() -> None:
+    healthy = {"stores": [{"store": "entries", "healthy": True}], "clients": [{"files": ["a"], "ok": True}]}
+    assert problems({**healthy, "ok": True}) == []
+    assert problems({"ok": False, "error": "no settings in /srv/x"}) == ["no settings in /srv/x"]
+    report = {
+        "stores": [
+            {"store": "entries", "healthy": False, "error": "locked"},
+            {"store": "knowledge", "healthy": True},
+        ],
+        "outbox": {"dead_lettered": 2},
+        "clients": [{"files": [".mcp.json"], "ok": False, "error": "exited with 3"}],
+        "bridge": {"container": "memctl-bridge-app", "health": "unhealthy"},
+    }
+    assert problems(report) == [
+        "entries store: locked",
+        "2 writes to Dify dead-lettered",
+        ".mcp.json: exited with 3",
+        "bridge container memctl-bridge-app: unhealthy",
+    ]
+
+
+def test_a_loop_that_fails_is_reported_by_its_failed_items() -> None:
+    loop = {
+        "failed": True,
+        "msg": "One or more items failed",
+        "results": [{"failed": False}, {"failed": True, "msg": "b1 is not healthy: x"}, {"failed": True}],
+    }
+    assert _failure(loop) == "b1 is not healthy: x; failed"

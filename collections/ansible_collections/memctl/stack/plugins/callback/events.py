@@ -54,7 +54,11 @@ _STANDARD_KEYS = frozenset({"changed", "diff", "failed", "invocation", "msg", "s
 
 
 def _failure(data: dict[str, Any]) -> str | None:
-    """Why a task failed: its message, or the conditional that broke it."""
+    """Why a task failed: its message, or the conditional that broke it; for a loop, each
+    failed item's."""
+    items = [item for item in data.get("results") or [] if isinstance(item, dict) and item.get("failed")]
+    if items:
+        return "; ".join(_failure(item) or "failed" for item in items)
     for key in ("msg", "changed_when_result", "failed_when_result", "module_stderr"):
         if data.get(key):
             return str(data[key]).strip()

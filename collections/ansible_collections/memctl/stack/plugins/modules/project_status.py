@@ -10,12 +10,17 @@ description:
     store's health and size, writes waiting for Dify, the capture pipeline, the versions, each
     client config proven by starting its server and, for a stack project, its bridge container.
   - A project that is not healthy is reported (C(status.ok) false), not failed; so is one whose
-    settings or stores cannot be opened (C(status.error)). Never changes anything.
+    settings or stores cannot be opened (C(status.error)); with O(require_healthy), it fails
+    saying what is wrong. Never changes anything.
 options:
   project:
     description: The project as the inventory describes it (slug, workspace, mode, ...).
     type: dict
     required: true
+  require_healthy:
+    description: Fail unless the project is healthy (C(memctl upgrade) checks each machine so).
+    type: bool
+    default: false
 author: memctl
 """
 
@@ -54,9 +59,17 @@ def report(module: Any, project: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={"project": {"type": "dict", "required": True}}, supports_check_mode=True
+        argument_spec={
+            "project": {"type": "dict", "required": True},
+            "require_healthy": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
     )
-    module.exit_json(changed=False, status=report(module, module.params["project"]))
+    status = report(module, module.params["project"])
+    if module.params["require_healthy"] and not status["ok"]:
+        problems = import_memctl(module, "memctl.commands.status").problems(status) or ["not healthy"]
+        module.fail_json(msg=f"{status['slug']} is not healthy: {'; '.join(problems)}", status=status)
+    module.exit_json(changed=False, status=status)
 
 
 if __name__ == "__main__":
