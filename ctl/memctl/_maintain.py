@@ -267,7 +267,9 @@ async def _store_passes(
                 continue
             seconds = round(time.monotonic() - started, 3)
             actions[name] = report.actions
-            if report.errors:
+            if report.skipped and not report.actions and not report.errors:
+                steps.append(StepRecord(name, "skipped", seconds, detail="; ".join(report.skipped)))
+            elif report.errors:
                 error = "; ".join(report.errors)
                 steps.append(StepRecord(name, "failed", seconds, detail=report.detail, error=error))
             else:

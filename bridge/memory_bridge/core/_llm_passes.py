@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from .._errors import EmbedderUnavailable, MemctlError
+from .._errors import MemctlError
 from ..stores._knowledge import Document, KnowledgeFilter, KnowledgeStore
 from ._audit import project_documents
 from ._consolidate import is_stale, refine_slots
@@ -37,6 +37,10 @@ __all__ = ["LLM_PASSES", "Judge", "MergeVerdict", "NearDuplicates", "RefreshVerd
 LLM_PASSES = ("llm-merge-near-duplicates", "llm-semantic-refresh")
 QUERY_CHARS = 1000  # of a document's text, the query that finds its neighbours
 CONTEXT_CHARS = 600  # of a neighbour's best passage, shown to the judge
+
+
+class _NoVectors(Exception):
+    """The store searches this slot by keywords only: no similarity to find near-duplicates by."""
 
 
 @dataclass(frozen=True)
@@ -98,13 +102,14 @@ async def _neighbours(
 ) -> list[tuple[float, str, str]]:
     """(cosine, id, best passage) of the enabled documents of `doc`'s slot, scope and type
     nearest to its text, itself left out. With a `threshold`, a store searching by keywords
-    only (no embedding model) is an error: its scores are no similarity."""
+    only (no embedding model, a Dify economy dataset) raises _NoVectors: its scores are no
+    similarity."""
     flt = KnowledgeFilter(scope=scope, atom_type=doc.metadata.atom_type or None)
     page = await store.search(
         [doc.slot], doc.text[:QUERY_CHARS], flt, top_k=top_k + 1, score_threshold=threshold, mode="dense"
     )
     if threshold is not None and page.degraded and "keyword search only" in page.degraded:
-        raise EmbedderUnavailable(f"near-duplicates are found by vectors, and {page.degraded}")
+        raise _NoVectors(f"{doc.slot}: near-duplicates are found by vectors, and {page.degraded}")
     return [(h.score, h.document_id, h.content) for h in page.hits if h.document_id != doc.id][:top_k]
 
 
@@ -215,6 +220,8 @@ async def run_llm_passes(
                     await _merge(run, judge, scope, docs, options, actions)
                 else:
                     await _refresh(run, judge, scope, docs, options, stale_after_months, actions)
+            except _NoVectors as exc:
+                report.skipped.append(str(exc))
             except MemctlError as exc:  # a store or the LLM failed: the slot stops there
                 report.errors.append(f"{slot}: {exc}")
             report.actions += [{"slot": slot, **a} for a in actions]
