@@ -343,5 +343,8 @@ def test_without_an_embedding_model_the_merge_is_skipped_with_why(
     assert result.exit_code == 0, result.output
     [step] = report["steps"]
     assert step["outcome"] == "skipped"
-    assert step["detail"].startswith("knowledge: near-duplicates are found by vectors, and no embedding")
+    assert (
+        step["detail"]
+        == "knowledge: near-duplicates are found by vectors, and the store has no embedding model"
+    )
     assert claude.calls() == [] and snapshot(opener) == before

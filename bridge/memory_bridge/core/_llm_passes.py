@@ -4,11 +4,11 @@ Local Dify MCP Memory's consolidate (its spec, section 11.2); the LLM is the cal
 the small `Judge` protocol (memctl asks its capture provider), so core knows no provider:
 
 - **llm-merge-near-duplicates**: each enabled document's nearest neighbours of the same type
-  (the store's dense search with its text, cosine >= `similarity_threshold`, at most
-  `cluster_top_k`) form pairs; the keeper is the newer (created last; then the smaller id).
-  The judge merges a pair (the keeper's text becomes the merged text, marked
-  `consolidated_at`; the loser is archived: marked `superseded_by` and `consolidated_at`,
-  disabled) or keeps both. A document takes part in one merge per run.
+  (cosine >= `similarity_threshold`, at most `cluster_top_k`: from the stored vectors on
+  the embedded store, else the store's dense search with its text) form pairs; the keeper
+  is the newer (created last; then the smaller id). The judge merges a pair (the keeper's
+  text becomes the merged text, marked `consolidated_at`; the loser is archived: marked
+  `superseded_by` and `consolidated_at`, disabled) or keeps both. A document takes part in one merge per run.
 - **llm-semantic-refresh**: stale documents (consolidate_memory's rule), recalled last
   first, at most `refresh_max_per_run`, each with its nearest neighbours: the judge keeps it
   (current again: `stale` unset and `last_refreshed_at`; unsure: still `stale`), rewrites it
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .._errors import MemctlError
-from ..stores._knowledge import Document, KnowledgeFilter, KnowledgeStore
+from ..stores._knowledge import Document, KnowledgeFilter, KnowledgeStore, SimilarDocuments
 from ._audit import project_documents
 from ._consolidate import is_stale, refine_slots
 from ._passes import PassReport, _instant, _Run
@@ -113,6 +113,31 @@ async def _neighbours(
     return [(h.score, h.document_id, h.content) for h in page.hits if h.document_id != doc.id][:top_k]
 
 
+async def _alike(
+    store: KnowledgeStore, active: dict[str, Document], scope: str, options: NearDuplicates
+) -> list[tuple[float, Document, Document]]:
+    """Pairs of active documents at least `similarity_threshold` alike: from the store's
+    vectors where it has them (the embedded store), else by searching with each text."""
+    if not active:
+        return []
+    slot = next(iter(active.values())).slot
+    threshold, top_k = options.similarity_threshold, options.cluster_top_k
+    if isinstance(store, SimilarDocuments):
+        found = await store.similar_documents(
+            slot, KnowledgeFilter(scope=scope), threshold=threshold, top_k=top_k
+        )
+        if found is None:
+            raise _NoVectors(
+                f"{slot}: near-duplicates are found by vectors, and the store has no embedding model"
+            )
+        return [(s, active[a], active[b]) for a, b, s in found if a in active and b in active]
+    pairs = []
+    for doc in sorted(active.values(), key=lambda d: d.id):
+        near = await _neighbours(store, doc, scope, top_k, threshold)
+        pairs += [(score, doc, active[other]) for score, other, _ in near if other in active]
+    return pairs
+
+
 async def _merge(
     run: _Run,
     judge: Judge,
@@ -123,14 +148,11 @@ async def _merge(
 ) -> None:
     active = {d.id: d for d in docs if d.enabled}
     pairs: dict[frozenset[str], tuple[float, Document, Document]] = {}
-    for doc in sorted(active.values(), key=lambda d: d.id):
-        found = await _neighbours(run.store, doc, scope, options.cluster_top_k, options.similarity_threshold)
-        for score, other_id, _ in found:
-            other = active.get(other_id)
-            if other is None or frozenset((doc.id, other_id)) in pairs:
-                continue
-            keeper, loser = sorted((doc, other), key=lambda d: (-d.created_at, d.id))
-            pairs[frozenset((doc.id, other_id))] = (score, keeper, loser)
+    for score, doc, other in await _alike(run.store, active, scope, options):
+        if doc.metadata.atom_type != other.metadata.atom_type or frozenset((doc.id, other.id)) in pairs:
+            continue
+        keeper, loser = sorted((doc, other), key=lambda d: (-d.created_at, d.id))
+        pairs[frozenset((doc.id, other.id))] = (score, keeper, loser)
     merged: set[str] = set()
     for score, keeper, loser in sorted(pairs.values(), key=lambda p: (-p[0], p[2].id)):
         action = {"documentId": loser.id, "name": loser.name, "keeper": keeper.id, "score": round(score, 4)}
