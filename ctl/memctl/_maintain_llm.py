@@ -59,6 +59,8 @@ class LlmJudge:
         if (answer.keeper_id, answer.loser_id) != (keeper["documentId"], loser["documentId"]):
             return MergeVerdict(False, reason="invalid answer: keeper_id and loser_id are not the pair asked")
         if answer.action == "merge":
+            if not answer.merged_text.strip():
+                return MergeVerdict(False, reason="invalid answer: merged_text is blank")
             return MergeVerdict(True, answer.merged_text.strip(), answer.reason)
         return MergeVerdict(False, reason=answer.reason)
 

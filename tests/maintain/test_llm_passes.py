@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 from memctl import _maintain
 from memctl.cli import cli
 from memory_bridge import load_settings
-from memory_bridge.core import maintain_dir
+from memory_bridge.core import maintain_dir, redact
 from memory_bridge.search import lazy_minilm
 from memory_bridge.stores import DocMetadata, KnowledgeStore, open_knowledge_store
 from memory_bridge.stores.dify._store import DifyKnowledgeStore
@@ -31,6 +31,7 @@ from ..capture.fakes import FakeCli, install_fake
 from ..emulators.dify.app import create_app
 
 YEAR = 365 * 86_400.0
+SECRET = "ghp_" + "A1b2" * 9
 SLOTS = ["knowledge", "self_improvement"]
 MERGE = "llm-merge-near-duplicates"
 REFRESH = "llm-semantic-refresh"
@@ -171,7 +172,7 @@ def test_near_duplicates_are_merged_by_the_llm_and_undone(
         opener, project, "knowledge", {"old.md": OLD, "new.md": NEW, "other.md": OTHER}, "pattern-gotcha"
     )
     before = snapshot(opener)
-    merged = NEW + "\nAlso: CI runs make migrate itself."
+    merged = NEW + f"\nAlso: CI runs make migrate itself with {SECRET}."
     claude.script(
         reply(
             action="merge", keeper_id=ids["new.md"], loser_id=ids["old.md"], merged_text=merged, reason="same"
@@ -201,7 +202,9 @@ def test_near_duplicates_are_merged_by_the_llm_and_undone(
     loser, keeper = after[ids["old.md"]], after[ids["new.md"]]
     assert loser[4] is False and loser[5]["superseded_by"] == ids["new.md"]
     assert loser[5]["consolidated_at"] == keeper[5]["consolidated_at"]
-    assert words(keeper[1]) == words(merged) and keeper[4] is True and keeper[2] == before[ids["new.md"]][2]
+    assert words(keeper[1]) == words(redact(merged)) and keeper[4] is True
+    assert keeper[2] == before[ids["new.md"]][2]
+    assert SECRET not in keeper[1], "the LLM's text is redacted like every write"
     assert after[ids["other.md"]] == before[ids["other.md"]]
 
     undone, restored = maintain(project, None, "--undo", report["run_id"])
@@ -217,7 +220,7 @@ def test_near_duplicates_are_merged_by_the_llm_and_undone(
         pytest.param({"action": "keep", "reason": "distinct"}, id="keep"),
         pytest.param({"text": "Sure! Both look similar to me."}, id="not-json"),
         pytest.param({"action": "merge", "merged_text": "x", "swap": True}, id="other-ids"),
-        pytest.param({"action": "merge", "merged_text": ""}, id="empty-text"),
+        pytest.param({"action": "merge", "merged_text": " \n "}, id="blank-text"),
     ],
 )
 def test_a_kept_pair_or_an_invalid_answer_changes_nothing(

@@ -16,7 +16,8 @@ the small `Judge` protocol (memctl asks its capture provider), so core knows no 
   `consolidated_at`, disabled). An answer the judge cannot use keeps the document stale.
 
 Every change goes through the same record as the other passes (`undo_changes` writes it
-back). A dry run asks nothing: it lists what would be asked (`asked`).
+back). The LLM's texts are redacted before they are written, like every other write to
+memory. A dry run asks nothing: it lists what would be asked (`asked`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..stores._knowledge import Document, KnowledgeFilter, KnowledgeStore, Simil
 from ._audit import project_documents
 from ._consolidate import is_stale, refine_slots
 from ._passes import PassReport, _instant, _Run
+from ._redact import redact
 
 __all__ = ["LLM_PASSES", "Judge", "MergeVerdict", "NearDuplicates", "RefreshVerdict", "run_llm_passes"]
 
@@ -164,7 +166,7 @@ async def _merge(
         verdict = await judge.merge(_view(keeper), _view(loser), score)
         if verdict.merge:
             at = _instant(run.now)
-            await run.change(keeper, {"consolidated_at": at}, text=verdict.text)
+            await run.change(keeper, {"consolidated_at": at}, text=redact(verdict.text))
             await run.change(loser, {"superseded_by": keeper.id, "consolidated_at": at}, enabled=False)
             merged |= {keeper.id, loser.id}
         actions.append({"action": "merged" if verdict.merge else "kept", **action, "reason": verdict.reason})
@@ -194,7 +196,7 @@ async def _refresh(
         at = _instant(run.now)
         if verdict.action == "rewrite":
             marks = {"stale": "", "last_refreshed_at": at, "consolidated_at": at}
-            await run.change(doc, marks, text=verdict.text)
+            await run.change(doc, marks, text=redact(verdict.text))
             done = "rewritten"
         elif verdict.action == "archive":
             await run.change(doc, {"stale": "true", "consolidated_at": at}, enabled=False)
