@@ -143,7 +143,7 @@ def snapshot(opener: Opener) -> dict[str, tuple[Any, ...]]:
 
 
 def maintain(project: Path, claude: FakeCli | None, *args: str, **env: str) -> tuple[Result, dict[str, Any]]:
-    provider = {"MEMCTL_CAPTURE_PROVIDER": "none"}
+    provider = {"MEMCTL_CAPTURE_PROVIDER": env.pop("MEMCTL_CAPTURE_PROVIDER", "none")}
     if claude is not None:
         provider = {
             "MEMCTL_CAPTURE_PROVIDER": "claude",
@@ -351,3 +351,15 @@ def test_without_an_embedding_model_the_merge_is_skipped_with_why(
         == "knowledge: near-duplicates are found by vectors, and the store has no embedding model"
     )
     assert claude.calls() == [] and snapshot(opener) == before
+
+
+@pytest.mark.parametrize("opener", ["sqlite"], indirect=True)
+def test_a_provider_that_cannot_be_used_fails_the_llm_passes_only(project: Path, opener: Opener) -> None:
+    result, report = maintain(
+        project, None, "--passes", f"{MERGE},staleness-flag", MEMCTL_CAPTURE_PROVIDER="anthropic"
+    )
+
+    assert result.exit_code == 1
+    steps = {s["name"]: s for s in report["steps"]}
+    assert steps[MERGE]["outcome"] == "failed" and "needs an API key" in steps[MERGE]["error"]
+    assert steps["staleness-flag"]["outcome"] == "ok"
