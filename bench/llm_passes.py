@@ -10,7 +10,9 @@ maintain` calls them), timed one by one. The LLM is an oracle judge, so the figu
 measure the passes, not a model: it merges a planted pair (the keeper's text) and keeps
 every other pair it is asked about; it keeps a stale document as current.
 
-It prints the pairs asked against the planted set (precision, recall), what each pass did
+It prints the pairs the merge pass asks about against the planted set (precision,
+recall), how many planted copies end archived under their original (by the lesson-key
+merge or the LLM one), what each pass did
 and took, and retrieval quality on the eval queries before maintenance (the baseline, same
 run, same store) and after.
 
@@ -131,6 +133,22 @@ async def quality(
     return scores
 
 
+async def resolved(store: SqliteKnowledgeStore, planted: set[frozenset[str]]) -> int:
+    """Planted pairs whose copy ends archived as superseded by its original (by any pass)."""
+    docs = {}
+    for slot in SLOTS:
+        page, _ = await store.list_documents(slot, offset=0, limit=1_000_000)
+        docs.update({d.name: d for d in page})
+    count = 0
+    for pair in planted:
+        copy = next(n for n in pair if n.endswith("-copy.md"))
+        original = docs.get(copy.removesuffix("-copy.md") + ".md")
+        doc = docs.get(copy)
+        if doc and original and not doc.enabled and doc.marks.get("superseded_by") == original.id:
+            count += 1
+    return count
+
+
 async def plant(
     store: SqliteKnowledgeStore, path: Path, args: argparse.Namespace, rng: random.Random
 ) -> dict[str, Any]:
@@ -215,6 +233,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             results["asked"] = len(asked)
             results["precision"] = len(found) / len(asked) if asked else 1.0
             results["recall"] = len(found) / len(planted["planted"]) if planted["planted"] else 1.0
+            results["resolved"] = await resolved(store, planted["planted"])
             results["refreshed"] = oracle.refreshed
             progress("the eval after maintenance")
             results["after"] = await quality(store, queries, by_name)
@@ -231,7 +250,9 @@ def report(r: dict[str, Any]) -> str:
         f"maintain's passes: {r['documents']} documents ({r['pairs']} planted near-copies, {r['stale']} "
         f"backdated stale), commit {r['commit']}",
         f"near-duplicates (cosine >= {r['options']['threshold']}, top-k {r['options']['top_k']}): "
-        f"{r['asked']} pairs asked, precision {r['precision']:.3f}, recall {r['recall']:.3f}; "
+        f"{r['asked']} pairs asked, precision {r['precision']:.3f}, recall {r['recall']:.3f} (of the planted "
+        f"pairs, asked);",
+        f"{r['resolved']}/{r['pairs']} planted copies archived as superseded by their original (any pass); "
         f"{r['refreshed']} stale documents asked (cap {r['options']['refresh_max']})",
         "",
         table(["pass", "seconds", "did"], [[p["name"], f"{p['seconds']:.2f}", p["detail"]] for p in passes]),
