@@ -208,7 +208,7 @@ class Settings(BaseSettings):
         25,
         ge=0,
         description="Stale documents `memctl maintain`'s llm-semantic-refresh asks the capture LLM about in "
-        "one run (recalled last first).",
+        "one run, per refine slot (recalled last first).",
     )
     recall_stamp_debounce_hours: float = Field(
         24.0,

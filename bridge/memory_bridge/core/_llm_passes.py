@@ -10,7 +10,7 @@ the small `Judge` protocol (memctl asks its capture provider), so core knows no 
   text becomes the merged text, marked `consolidated_at`; the loser is archived: marked
   `superseded_by` and `consolidated_at`, disabled) or keeps both. A document takes part in one merge per run.
 - **llm-semantic-refresh**: stale documents (consolidate_memory's rule), recalled last
-  first, at most `refresh_max_per_run`, each with its nearest neighbours: the judge keeps it
+  first, at most `refresh_max_per_run` per slot, each with its nearest neighbours: the judge keeps it
   (current again: `stale` unset and `last_refreshed_at`; unsure: still `stale`), rewrites it
   (new text, `last_refreshed_at`, `consolidated_at`, `stale` unset) or archives it (`stale`,
   `consolidated_at`, disabled). An answer the judge cannot use keeps the document stale.
