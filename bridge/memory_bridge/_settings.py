@@ -201,6 +201,27 @@ class Settings(BaseSettings):
         description="Entries compact-entries reads at most; a store holding more is reported "
         "`truncated` and nothing is written.",
     )
+    consolidate_similarity_threshold: float = Field(
+        0.92,
+        gt=0,
+        le=1,
+        description="`memctl maintain`'s llm-merge-near-duplicates asks the capture LLM about two enabled "
+        "documents of one slot and type whose cosine similarity (dense search with the text) is at least "
+        "this.",
+    )
+    consolidate_cluster_top_k: int = Field(
+        5,
+        ge=1,
+        le=50,
+        description="Nearest neighbours `memctl maintain`'s LLM passes look at per document (near-duplicate "
+        "candidates, and the context a stale document is refreshed with).",
+    )
+    consolidate_refresh_max_per_run: int = Field(
+        25,
+        ge=0,
+        description="Stale documents `memctl maintain`'s llm-semantic-refresh asks the capture LLM about in "
+        "one run, per refine slot (recalled last first).",
+    )
     recall_stamp_debounce_hours: float = Field(
         24.0,
         ge=0,

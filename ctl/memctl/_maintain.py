@@ -2,14 +2,14 @@
 
 A run takes the project's maintenance lock, then runs its steps in order, each in its own
 process group with a time limit: compile of the captured sessions first, then the
-maintenance passes. The passes that need no LLM (`memory_bridge.core.run_passes`) run
-in this process, each within the step time limit, and so does entry compaction
-(`_compact`, last); a pass this memctl does not have yet is recorded as `unavailable`
-with one line saying so, never as a result. Every run that is
-not a dry run writes one redacted record (`memory_bridge.core.record_run`), which
-`memctl status` and the `cron_health` tool read, and, beside it, every document's and
-entry's state before the run changed it (`undo/<run>.json`, not redacted: it is what
-`--undo` writes back).
+maintenance passes. The passes run in this process, each within the step time limit: those
+that need no LLM (`memory_bridge.core.run_passes`), those that ask the capture LLM
+(`run_llm_passes` with `_maintain_llm`'s judge; skipped without a provider), and entry
+compaction (`_compact`, last). A pass this memctl does not have yet is recorded as
+`unavailable` with one line saying so, never as a result. Every run that is not a dry run
+writes one redacted record (`memory_bridge.core.record_run`), which `memctl status` and the
+`cron_health` tool read, and, beside it, every document's and entry's state before the run
+changed it (`undo/<run>.json`, not redacted: it is what `--undo` writes back).
 """
 
 from __future__ import annotations
@@ -30,23 +30,28 @@ from typing import Any
 import anyio
 import psutil
 
-from memory_bridge import InvalidInput, NotFound, Settings, write_atomically
+from memory_bridge import ConfigError, InvalidInput, NotFound, Settings, write_atomically
 from memory_bridge.core import (
+    LLM_PASSES,
     NO_LLM_PASSES,
+    NearDuplicates,
+    PassReport,
     RunRecord,
     StepRecord,
     last_success_at,
     maintain_dir,
     record_run,
     redact,
+    run_llm_passes,
     run_passes,
     undo_changes,
 )
-from memory_bridge.stores import open_knowledge_store
+from memory_bridge.stores import KnowledgeStore, make_embedder, open_knowledge_store
 
 from . import _compact
 from ._errors import MaintenanceLocked
 from ._launcher import installed_command
+from ._maintain_llm import LlmJudge, make_judge
 from .capture._lock import FileLock, lock_owner
 
 __all__ = [
@@ -79,9 +84,9 @@ PASSES: tuple[Pass, ...] = (
     Pass("dedupe-by-sha256", "archive documents whose body is identical to a newer one", True),
     Pass("dedupe-by-lesson-key", "archive lessons with the same module, task and error pattern", True),
     Pass("dedupe-by-similarity", "flag near-duplicate documents by embedding similarity", False),
-    Pass("llm-merge-near-duplicates", "let the capture LLM merge or keep near-duplicates", False),
+    Pass("llm-merge-near-duplicates", "let the capture LLM merge or keep near-duplicates", True),
     Pass("staleness-flag", "flag lessons neither recalled nor created within the window", True),
-    Pass("llm-semantic-refresh", "let the capture LLM keep, rewrite or archive stale documents", False),
+    Pass("llm-semantic-refresh", "let the capture LLM keep, rewrite or archive stale documents", True),
     Pass("compress-archived", "truncate the bodies of long-archived documents", True),
     Pass(_compact.NAME, "link entries that name each other: backlink blocks and stubs", True),
 )
@@ -196,6 +201,37 @@ def _undo_path(project: Path, run_id: str) -> Path:
     return maintain_dir(project) / "undo" / f"{run_id}.json"
 
 
+async def _one_pass(
+    store: KnowledgeStore,
+    settings: Settings,
+    name: str,
+    judge: LlmJudge | None,
+    *,
+    dry_run: bool,
+    changes: list[dict[str, Any]],
+) -> PassReport:
+    """One store pass; an LLM one with `judge`."""
+    common: dict[str, Any] = {
+        "scope": settings.project_scope,
+        "policies": settings.consolidate_policies,
+        "stale_after_months": settings.consolidate_stale_after_months,
+        "now": time.time(),
+        "dry_run": dry_run,
+        "changes": changes,
+    }
+    if name in LLM_PASSES and judge is not None:
+        options = NearDuplicates(
+            settings.consolidate_similarity_threshold,
+            settings.consolidate_cluster_top_k,
+            settings.consolidate_refresh_max_per_run,
+        )
+        (report,) = await run_llm_passes(store, [name], judge, options=options, **common)
+    else:
+        archive_age_days = settings.consolidate_archive_age_days
+        (report,) = await run_passes(store, [name], archive_age_days=archive_age_days, **common)
+    return report
+
+
 async def _store_passes(
     settings: Settings,
     names: list[str],
@@ -205,33 +241,38 @@ async def _store_passes(
     changes: list[dict[str, Any]],
     actions: dict[str, list[dict[str, Any]]],
 ) -> list[StepRecord]:
-    """The passes that need no LLM, one after the other on the project's store; the
-    documents changed are added to `changes` (their state before) as they change."""
-    store = open_knowledge_store(settings)
+    """The store passes, one after the other on the project's store; the documents changed
+    are added to `changes` (their state before) as they change."""
+    # the near-duplicate merge searches by vector: the store gets the model (loaded on first use)
+    embedder = make_embedder(settings) if set(names) & set(LLM_PASSES) else None
+    store = open_knowledge_store(settings, embedder)
     steps = []
+    judge: LlmJudge | None = None
     try:
         for name in names:
             started = time.monotonic()
+            if name in LLM_PASSES:
+                try:
+                    judge = judge or make_judge(settings)
+                except ConfigError as exc:
+                    steps.append(StepRecord(name, "failed", error=str(exc)))
+                    continue
+                if judge is None:
+                    detail = "no LLM: capture is off (capture_provider = none); nothing asked or changed"
+                    steps.append(StepRecord(name, "skipped", detail=detail))
+                    continue
             try:
                 with anyio.fail_after(timeout):
-                    (report,) = await run_passes(
-                        store,
-                        [name],
-                        scope=settings.project_scope,
-                        policies=settings.consolidate_policies,
-                        stale_after_months=settings.consolidate_stale_after_months,
-                        archive_age_days=settings.consolidate_archive_age_days,
-                        now=time.time(),
-                        dry_run=dry_run,
-                        changes=changes,
-                    )
+                    report = await _one_pass(store, settings, name, judge, dry_run=dry_run, changes=changes)
             except TimeoutError:
                 seconds = round(time.monotonic() - started, 3)
                 steps.append(StepRecord(name, "timeout", seconds, error=f"timed out after {timeout:g} s"))
                 continue
             seconds = round(time.monotonic() - started, 3)
             actions[name] = report.actions
-            if report.errors:
+            if report.skipped and not report.actions and not report.errors:
+                steps.append(StepRecord(name, "skipped", seconds, detail="; ".join(report.skipped)))
+            elif report.errors:
                 error = "; ".join(report.errors)
                 steps.append(StepRecord(name, "failed", seconds, detail=report.detail, error=error))
             else:
@@ -267,12 +308,12 @@ def run_maintenance(
     entry_changes: list[dict[str, Any]] = []
     actions: dict[str, list[dict[str, Any]]] = {}
     try:
-        store_passes = [p.name for p in passes if p.name in NO_LLM_PASSES]
+        store_passes = [p.name for p in passes if p.name in NO_LLM_PASSES + LLM_PASSES]
         for step in passes:
             if step.name == "compile":
                 done = _compile(settings, dry_run=dry_run, timeout=step_timeout, runner=runner or run_process)
                 run.steps.append(done)
-            elif step.name in NO_LLM_PASSES:
+            elif step.name in NO_LLM_PASSES + LLM_PASSES:
                 if step.name == store_passes[0]:
                     run.steps += anyio.run(
                         lambda: _store_passes(

@@ -80,7 +80,7 @@ def opener(
                 wait_indexed=True,
             )
 
-    monkeypatch.setattr(_maintain, "open_knowledge_store", lambda _settings: open_())
+    monkeypatch.setattr(_maintain, "open_knowledge_store", lambda _settings, _embedder=None: open_())
     try:
         yield open_
     finally:

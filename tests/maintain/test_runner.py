@@ -58,8 +58,9 @@ def test_a_run_compiles_names_the_passes_it_lacks_and_records_itself(project: Pa
     assert next(iter(steps)) == "compile" and steps["compile"]["outcome"] == "ok"
     assert "compiled 1" in steps["compile"]["detail"]
     unavailable = [s for s in report["steps"] if s["outcome"] == "unavailable"]
-    assert {s["name"] for s in unavailable} >= {"llm-merge-near-duplicates", "llm-semantic-refresh"}
+    assert {s["name"] for s in unavailable} == {"dedupe-by-similarity"}
     assert all(s["detail"].startswith("not available yet") for s in unavailable)
+    assert steps["llm-merge-near-duplicates"]["outcome"] == steps["llm-semantic-refresh"]["outcome"] == "ok"
     assert report["ok"] is True and report["dry_run"] is False
     [record] = records(project)
     assert record["run_id"] == report["run_id"] and record["trigger"] == "manual"
@@ -80,7 +81,10 @@ def test_text_output_has_one_line_per_step(project: Path) -> None:
     lines = result.output.splitlines()
     assert "  compile: skipped: capture is off (capture_provider = none)" in lines
     assert "  staleness-flag: ok: nothing to do" in lines
-    assert any(line.startswith("  llm-semantic-refresh: unavailable: not available yet") for line in lines)
+    assert (
+        "  llm-semantic-refresh: skipped: no LLM: capture is off (capture_provider = none); nothing asked"
+        in (" ".join(lines))
+    )
 
 
 def test_dry_run_writes_nothing_and_takes_no_lock(project: Path, claude: FakeCli) -> None:

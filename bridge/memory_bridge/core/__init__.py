@@ -20,6 +20,12 @@ _LAZY = {
     "consolidate_memory": "._consolidate",
     "slot_candidates": "._consolidate",
     "NO_LLM_PASSES": "._passes",
+    "LLM_PASSES": "._llm_passes",
+    "Judge": "._llm_passes",
+    "MergeVerdict": "._llm_passes",
+    "NearDuplicates": "._llm_passes",
+    "RefreshVerdict": "._llm_passes",
+    "run_llm_passes": "._llm_passes",
     "PassReport": "._passes",
     "run_passes": "._passes",
     "undo_changes": "._passes",
@@ -91,6 +97,14 @@ if _typing.TYPE_CHECKING:
         search_items,
     )
     from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, save_to_dataset, slugify
+    from ._llm_passes import (
+        LLM_PASSES,
+        Judge,
+        MergeVerdict,
+        NearDuplicates,
+        RefreshVerdict,
+        run_llm_passes,
+    )
     from ._migrate import MigrationStep, migrate, plan_migrations, user_version
     from ._passes import NO_LLM_PASSES, PassReport, run_passes, undo_changes
     from ._redact import redact
@@ -111,6 +125,7 @@ __all__ = [
     "ATOM_TYPES",
     "AUDIT_CLASSES",
     "COMPACT_EXIT_CODES",
+    "LLM_PASSES",
     "NO_LLM_PASSES",
     "Candidates",
     "CompactReport",
@@ -119,10 +134,14 @@ __all__ = [
     "Freshness",
     "Item",
     "ItemStores",
+    "Judge",
     "KnowledgeContext",
     "Manifest",
+    "MergeVerdict",
     "MigrationStep",
+    "NearDuplicates",
     "PassReport",
+    "RefreshVerdict",
     "RestoreMode",
     "RestoreReport",
     "RunRecord",
@@ -152,6 +171,7 @@ __all__ = [
     "restore",
     "retire",
     "rollback_item",
+    "run_llm_passes",
     "run_passes",
     "save_item",
     "save_to_dataset",

@@ -10,7 +10,9 @@ stale documents and archived documents old enough to compress.
 
 from __future__ import annotations
 
+import calendar
 import hashlib
+import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -126,7 +128,13 @@ def _identical(active: list[Document]) -> list[tuple[str, Document, Document]]:
 
 
 def _last_active(doc: Document) -> float:
-    return max(doc.created_at, doc.updated_at, doc.last_recalled_at or 0.0)
+    """Its last creation, change, recall or refresh (an LLM judged it current: `last_refreshed_at`)."""
+    refreshed = doc.marks.get("last_refreshed_at", "")
+    try:
+        refreshed_at = calendar.timegm(time.strptime(refreshed, "%Y-%m-%dT%H:%M:%SZ")) if refreshed else 0.0
+    except ValueError:  # a mark written by hand
+        refreshed_at = 0.0
+    return max(doc.created_at, doc.updated_at, doc.last_recalled_at or 0.0, refreshed_at)
 
 
 def is_stale(doc: Document, now: float, stale_after_months: float) -> bool:

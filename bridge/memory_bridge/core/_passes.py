@@ -49,6 +49,7 @@ class PassReport:
     name: str
     actions: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # slots the pass cannot work on, and why
 
     @property
     def detail(self) -> str:
@@ -57,7 +58,8 @@ class PassReport:
             counts[action["action"]] = counts.get(action["action"], 0) + 1
         done = ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "nothing to do"
         errors = len(self.errors)
-        return done + (f"; {errors} error{'s' if errors != 1 else ''}" if errors else "")
+        done += f"; {errors} error{'s' if errors != 1 else ''}" if errors else ""
+        return done + "".join(f"; skipped {reason}" for reason in self.skipped)
 
 
 def _before(doc: Document) -> dict[str, Any]:

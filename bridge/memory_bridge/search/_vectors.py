@@ -123,3 +123,25 @@ class VectorIndex:
             if document not in best:
                 best[document] = (float(scores[index]), int(self._passages[row]))
         return best
+
+    def near_pairs(
+        self, rows: Mask, threshold: float, top_k: int, block: int = 512
+    ) -> dict[tuple[int, int], float]:
+        """(document, document) rowid pairs, the smaller first, whose best pair of passages
+        (of the rows allowed) is at least `threshold` alike: each passage's `top_k` nearest
+        passages of other documents. One block of rows against all of them at a time."""
+        size = self._size
+        chosen = np.flatnonzero(self._alive[:size] & rows[:size])
+        columns, documents = self._columns[:, chosen], self._documents[chosen]
+        pairs: dict[tuple[int, int], float] = {}
+        for start in range(0, chosen.size, block):
+            scores = columns[:, start : start + block].T @ columns
+            for offset, row in enumerate(scores):
+                own = documents[start + offset]
+                near = np.flatnonzero((row >= threshold) & (documents != own))
+                if near.size > top_k:
+                    near = near[np.argsort(-row[near], kind="stable")[:top_k]]
+                for other in near:
+                    key = (int(min(own, documents[other])), int(max(own, documents[other])))
+                    pairs[key] = max(pairs.get(key, -1.0), float(row[other]))
+        return pairs

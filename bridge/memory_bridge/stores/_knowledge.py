@@ -21,6 +21,7 @@ __all__ = [
     "SearchHit",
     "SearchMode",
     "SearchPage",
+    "SimilarDocuments",
     "SlotInfo",
     "UpsertOutcome",
 ]
@@ -198,3 +199,15 @@ class KnowledgeStore(Protocol):
     async def ping(self) -> None: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class SimilarDocuments(Protocol):
+    """A knowledge store that finds alike documents from its stored vectors (the embedded
+    store); maintenance searches with each document's text on the others."""
+
+    async def similar_documents(
+        self, slot: str, flt: KnowledgeFilter, *, threshold: float, top_k: int
+    ) -> list[tuple[str, str, float]] | None:
+        """(document id, document id, cosine) pairs at least `threshold` alike, each
+        document's `top_k` nearest; None when the store has no embedding model."""

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memory_bridge.core import ATOM_TYPES as KNOWLEDGE_ATOM_TYPES
 
@@ -25,6 +25,8 @@ __all__ = [
     "AtomMetadata",
     "CompileDecision",
     "ExtractorAnswer",
+    "MergeDecision",
+    "RefreshDecision",
     "parse_answer",
 ]
 
@@ -35,6 +37,7 @@ LESSON = "self-improvement-lesson"
 TASK_TYPES = ("planning", "implementation", "debugging", "refactor", "review", "deploy", "docs", "unknown")
 TITLE_MAX = 80
 BODY_MAX = 700
+MERGED_MAX = 4000  # a merged or rewritten document's text (compile's update and maintain's passes)
 EVIDENCE_MAX = 240
 
 
@@ -133,12 +136,51 @@ class _Skip(BaseModel):
 class _Update(BaseModel):
     action: Literal["update"]
     supersedes: Annotated[str, Field(min_length=1)]
-    merged_text: Annotated[str, Field(min_length=1, max_length=4000)]
+    merged_text: Annotated[str, Field(min_length=1, max_length=MERGED_MAX)]
     reason: str = ""
 
 
 class CompileDecision(BaseModel):
     decision: Annotated[_Create | _Skip | _Update, Field(discriminator="action")]
+
+
+class _Merge(BaseModel):
+    action: Literal["merge"]
+    keeper_id: Annotated[str, Field(min_length=1)]
+    loser_id: Annotated[str, Field(min_length=1)]
+    merged_text: Annotated[str, Field(min_length=1, max_length=MERGED_MAX)]
+    reason: str = ""
+
+
+class _Keep(BaseModel):
+    action: Literal["keep"]
+    keeper_id: Annotated[str, Field(min_length=1)]
+    loser_id: Annotated[str, Field(min_length=1)]
+    reason: str = ""
+
+
+class MergeDecision(BaseModel):
+    """maintain's near-duplicate judge: merge the pair into one text, or keep both."""
+
+    decision: Annotated[_Merge | _Keep, Field(discriminator="action")]
+
+
+class RefreshDecision(BaseModel):
+    """maintain's refresh judge on a stale document: keep, rewrite (with the new text) or archive."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    action: Literal["keep", "rewrite", "archive"]
+    document_id: Annotated[str, Field(min_length=1)]
+    rewritten_text: Annotated[str, Field(max_length=MERGED_MAX)] = ""
+    stale_after: bool = True
+    reason: str = ""
+
+    @model_validator(mode="after")
+    def _text_for_rewrite(self) -> RefreshDecision:
+        if self.action == "rewrite" and not self.rewritten_text.strip():
+            raise ValueError("a rewrite needs rewritten_text")
+        return self
 
 
 M = TypeVar("M", bound=BaseModel)

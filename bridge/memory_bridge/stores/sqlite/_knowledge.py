@@ -594,6 +594,40 @@ class SqliteKnowledgeStore:
             recall_count=doc.recall_count,
         )
 
+    async def similar_documents(
+        self, slot: str, flt: KnowledgeFilter, *, threshold: float, top_k: int
+    ) -> list[tuple[str, str, float]] | None:
+        """(document id, document id, cosine) of the enabled documents of `slot` matching
+        `flt` whose best pair of passage vectors is at least `threshold` alike (each
+        passage's `top_k` nearest others), from the stored vectors: no query is embedded.
+        Passages still waiting for a vector are embedded first. None without a model."""
+        await self._ensure_default_slots()
+        if self._vectors is None:
+            return None
+        return await anyio.to_thread.run_sync(self._similar, self._vectors, slot, flt, threshold, top_k)
+
+    def _similar(
+        self, vectors: KnowledgeVectors, slot: str, flt: KnowledgeFilter, threshold: float, top_k: int
+    ) -> list[tuple[str, str, float]]:
+        where, params = self._db.run(
+            "similar_documents", lambda conn, now: self._allowed_sql(conn, [slot], flt), False
+        )
+        while vectors.embed_queued(EMBED_BATCH, where, tuple(params)):
+            pass
+
+        def run(conn: sqlite3.Connection, now: float) -> list[tuple[str, str, float]]:
+            index = vectors.index(conn)
+            pairs = index.near_pairs(vectors.rows_allowed(conn, index, where, params), threshold, top_k)
+            rowids = sorted({r for pair in pairs for r in pair})
+            ids: dict[int, str] = {}
+            for start in range(0, len(rowids), 500):
+                part = rowids[start : start + 500]
+                marks = ", ".join("?" for _ in part)
+                ids.update(conn.execute(f"SELECT rowid, id FROM documents WHERE rowid IN ({marks})", part))
+            return [(ids[a], ids[b], score) for (a, b), score in pairs.items()]
+
+        return self._db.run("similar_documents", run, False)
+
     # -- upkeep -----------------------------------------------------------------------------
 
     async def stale_passages(self) -> int:
