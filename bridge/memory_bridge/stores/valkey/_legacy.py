@@ -12,6 +12,7 @@ meanwhile. The last step drops the old index sets and bookkeeping.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from ._scripts import LEGACY_READ
 __all__ = ["LegacyMover"]
 
 _BATCH = 500
+_AT_ONCE = 50  # entries moved (or read) concurrently
 _KINDS = ("mem:", "memver:", "memrev:")
 
 
@@ -67,57 +69,66 @@ class LegacyMover:
         """Move each entry (its hash, revision, history, expiry) into its shard unless the
         shard has it already; remove its old keys. How many were moved."""
         moved = 0
-        for id in ids:
-            old = [self._keys.entry(kind, id) for kind in _KINDS]
-            flat, revision, history, pttl = await self._read(keys=old, args=[])
-            fields = _fields(flat)
-            if "title" not in fields and revision is None and not history:
-                continue
-            entry: dict[str, Any] | bool = False
-            words: dict[str, str] = {}
-            if "title" in fields:
-                tags = [t for t in fields.get("tags", "").split(",") if t]
-                entry = {
-                    "title": fields["title"],
-                    "body": fields.get("body", ""),
-                    "type": fields.get("type", ""),
-                    "tags": tags,
-                    "source": fields.get("source", "unknown"),
-                    "project": fields.get("project", ""),
-                    "created": fields.get("created", ""),
-                    "updated": fields.get("updated", ""),
-                    "hits": int(fields.get("hits") or 0),
-                    "ttl": fields.get("ttl", ""),
-                }
-                words = entry_terms(id, fields["title"], fields.get("body", ""), tags)
-            layout = self._layout_of(id)
-            args = {
-                "id": id,
-                "member": layout.member(id),
-                "prefix": layout.prefix,
-                "entry": entry,
-                "words": words,
-                "revision": int(revision or 0),
-                "history": list(history),
-                "expires_at_ms": int(time.time() * 1000) + pttl if entry and pttl and pttl > 0 else 0,
-                "only_new": True,
-            }
-            result = json.loads(await self._import(keys=layout.script_keys(id), args=[json.dumps(args)]))
-            await self._client.delete(*old)
-            if result["status"] == "ok":
-                if entry:
-                    await self._client.decr(self._keys.own("memcount"))
-                moved += 1
+        for start in range(0, len(ids), _AT_ONCE):
+            chunk = ids[start : start + _AT_ONCE]
+            moved += sum(await asyncio.gather(*(self._move_one(id) for id in chunk)))
             self._progress()
         return moved
 
+    async def _move_one(self, id: str) -> int:
+        old = [self._keys.entry(kind, id) for kind in _KINDS]
+        flat, revision, history, pttl = await self._read(keys=old, args=[])
+        fields = _fields(flat)
+        if "title" not in fields and revision is None and not history:
+            return 0
+        entry: dict[str, Any] | bool = False
+        words: dict[str, str] = {}
+        if "title" in fields:
+            tags = [t for t in fields.get("tags", "").split(",") if t]
+            entry = {
+                "title": fields["title"],
+                "body": fields.get("body", ""),
+                "type": fields.get("type", ""),
+                "tags": tags,
+                "source": fields.get("source", "unknown"),
+                "project": fields.get("project", ""),
+                "created": fields.get("created", ""),
+                "updated": fields.get("updated", ""),
+                "hits": int(fields.get("hits") or 0),
+                "ttl": fields.get("ttl", ""),
+            }
+            words = entry_terms(id, fields["title"], fields.get("body", ""), tags)
+        layout = self._layout_of(id)
+        args = {
+            "id": id,
+            "member": layout.member(id),
+            "prefix": layout.prefix,
+            "entry": entry,
+            "words": words,
+            "revision": int(revision or 0),
+            "history": list(history),
+            "expires_at_ms": int(time.time() * 1000) + pttl if entry and pttl and pttl > 0 else 0,
+            "only_new": True,
+        }
+        result = json.loads(await self._import(keys=layout.script_keys(id), args=[json.dumps(args)]))
+        await self._client.delete(*old)
+        if result["status"] != "ok":
+            return 0
+        if entry:
+            await self._client.decr(self._keys.own("memcount"))
+        return 1
+
     async def entries(self, make: Callable[[str, dict[str, str]], Entry]) -> list[Entry]:
         """Every entry still in the old layout (for a scan while the move goes on)."""
+        ids = sorted(await self._ids(("mem:",)))
         found = []
-        for id in sorted(await self._ids(("mem:",))):
-            fields = _fields(await self._client.hgetall(self._keys.entry("mem:", id)))
-            if "title" in fields:
-                found.append(make(id, fields))
+        for start in range(0, len(ids), _BATCH):
+            pipe = self._client.pipeline(transaction=False)
+            for id in ids[start : start + _BATCH]:
+                pipe.hgetall(self._keys.entry("mem:", id))
+            for id, flat in zip(ids[start : start + _BATCH], await pipe.execute(), strict=True):
+                if "title" in (fields := _fields(flat)):
+                    found.append(make(id, fields))
             self._progress()
         return found
 
