@@ -129,7 +129,7 @@ async def apply(store: ValkeyEntryStore, cluster: RunningCluster, clock: Clock, 
 
 
 @settings(
-    max_examples=15,
+    max_examples=10,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
