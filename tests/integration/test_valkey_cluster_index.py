@@ -196,7 +196,7 @@ def old_layout(cluster: RunningCluster, count: int) -> None:
 
 
 def test_the_old_cluster_layout_keeps_working_while_it_moves(
-    cluster: RunningCluster, monkeypatch: pytest.MonkeyPatch
+    cluster: RunningCluster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     cluster.flushall()
     old_layout(cluster, 120)
@@ -227,6 +227,8 @@ def test_the_old_cluster_layout_keeps_working_while_it_moves(
             assert after == await scanned(store, monkeypatch)
             ttl = await store.export_records().__anext__()
             assert next(r for r in ttl if r.id == "old0").expires_at is not None
+            assert caplog.text.count("earlier cluster layout") == 1  # said once, with the cure:
+            assert "memctl migrate" in caplog.text
         finally:
             await store.close()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -42,6 +43,8 @@ from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPG
 from ._url import ValkeyTarget, parse_valkey_url
 
 __all__ = ["ValkeyEntryStore"]
+
+log = logging.getLogger("memctl.valkey")
 
 T = TypeVar("T")
 CALL_TIMEOUT_SECONDS = 2.0  # a server silent for this long is an outage, whatever the call
@@ -181,6 +184,7 @@ class ValkeyEntryStore:
         self._hits_zero: tuple[float, int] | None = None
         self._count_ready = False
         self._legacy = self._cluster  # data in the old cluster layout may be there: checked on first use
+        self._legacy_told = False
 
     def _connected(self) -> None:
         if self._client is not None:
@@ -258,6 +262,13 @@ class ValkeyEntryStore:
         async with self._call(operation, bulk=bulk):
             if self._legacy:
                 self._legacy = await self._mover.pending()
+                if self._legacy and not self._legacy_told:
+                    self._legacy_told = True
+                    log.warning(
+                        "%s holds entries in memctl's earlier cluster layout: each moves when it is"
+                        " used, searches scan every entry until `memctl migrate` has moved the rest",
+                        self.url,
+                    )
                 if self._legacy and id is not None:
                     await self._mover.move([id])
             return await work()
