@@ -116,3 +116,71 @@ def valkey_server() -> Iterator[ValkeyServer]:
     finally:
         stop(process)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """/proc readings of several processes, added up (the nodes of a cluster)."""
+
+    members: tuple[ProcStats, ...]
+
+    def peak_rss_kib(self) -> int:
+        return sum(m.peak_rss_kib() for m in self.members)
+
+    def cpu_seconds(self) -> float:
+        return sum(m.cpu_seconds() for m in self.members)
+
+
+@dataclass
+class ValkeyClusterServer:
+    """A running Valkey Cluster of primaries on loopback ports, every slot assigned."""
+
+    nodes: list[ValkeyServer]
+
+    def url(self, db: int = 0) -> str:
+        """The --entry-store URL of one of its key prefixes (a cluster has no databases)."""
+        hosts = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        return f"valkey+cluster://{hosts}" + (f"?prefix=db{db}:" if db else "")
+
+    @property
+    def stats(self) -> GroupStats:
+        return GroupStats(tuple(n.stats for n in self.nodes))
+
+    def describe(self) -> dict[str, str | None]:
+        return {**self.nodes[0].describe(), "cluster_nodes": str(len(self.nodes))}
+
+
+@contextmanager
+def valkey_cluster(size: int = 3) -> Iterator[ValkeyClusterServer]:
+    """`size` valkey-server primaries in cluster mode, no persistence, formed with valkey-cli."""
+    binary = valkey_server_binary()
+    workdir = tempfile.mkdtemp(prefix="memctl-bench-cluster-")
+    nodes: list[ValkeyServer] = []
+    try:
+        for n in range(size):
+            port = free_port()
+            command = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+            command += ["--appendonly", "no", "--dir", workdir, "--cluster-enabled", "yes"]
+            command += ["--cluster-config-file", f"nodes-{n}.conf", "--cluster-port", str(free_port())]
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            nodes.append(ValkeyServer(process, port))
+            wait_for_ping(nodes[-1])
+        cli = binary.with_name("valkey-cli")
+        addresses = [f"127.0.0.1:{n.port}" for n in nodes]
+        create = [str(cli), "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"]
+        subprocess.run(create, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while not all(_cluster_ok(n) for n in nodes):
+            if time.monotonic() > deadline:
+                raise ServerError("the benchmark's Valkey Cluster did not form within 30 s")
+            time.sleep(0.1)
+        yield ValkeyClusterServer(nodes)
+    finally:
+        for node in nodes:
+            stop(node.process)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _cluster_ok(node: ValkeyServer) -> bool:
+    with valkey.Valkey(host="127.0.0.1", port=node.port) as client:
+        return bool(cast(dict[str, Any], client.cluster("INFO")).get("cluster_state") == "ok")

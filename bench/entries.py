@@ -1,14 +1,15 @@
 """Benchmark memctl's entry tools through a real MCP client over streamable HTTP.
 
-For each entry store (the embedded SQLite store, and Valkey on a valkey-server the
-benchmark starts itself), starts `memctl serve --http` as a subprocess on a fresh project,
-fills the store through memory_set up to each size (1k, 10k, 100k by default), and at each
-size measures memory_get, memory_set and memory_search (tag + query, and query alone) at
-concurrency 1 and 8, next to an MCP ping (the protocol floor); on Valkey both searches
-again with the word index switched off, i.e. the scan every search made before it. Also
-reports the throughput scaling from 1 to 8 sessions, lost updates under 32 sessions doing
-read-modify-write on one entry, fill-write latency at the start against the end of the
-fill, the stdio cold start against a minimal SDK server, the bridge's peak RSS, and
+For each entry store (the embedded SQLite store, Valkey on a valkey-server the benchmark
+starts itself, and Valkey on a three-node Valkey Cluster it starts), starts `memctl serve
+--http` as a subprocess on a fresh project, fills the store through memory_set up to each
+size (1k, 10k, 100k by default), and at each size measures memory_get, memory_set and
+memory_search (tag + query, and query alone) at concurrency 1 and 8, next to an MCP ping
+(the protocol floor); on Valkey both searches again with the word index switched off,
+i.e. the scan every search made before it. Also reports the throughput scaling from 1 to 8
+sessions, lost updates under 32 sessions doing read-modify-write on one entry, fill-write
+latency at the start against the end of the fill, the stdio cold start against a minimal
+SDK server, the bridge's peak RSS, how long each store took, and
 PASS/FAIL against the project's targets, per store.
 
     uv run --frozen python bench/entries.py --quick
@@ -43,12 +44,13 @@ import anyio
 import httpx
 import valkey
 from mcp import Client, StdioServerParameters
+from valkey.cluster import ClusterNode, ValkeyCluster
 
 from _env import git_commit
 from _mcp import BenchError, call_tool, open_client
 from _proc import ProcStats
 from _rmw import lost_updates
-from _servers import ValkeyServer, free_port, valkey_server
+from _servers import ValkeyClusterServer, ValkeyServer, free_port, valkey_cluster, valkey_server
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
@@ -57,7 +59,8 @@ CONCURRENCY = (1, 8)
 FILL_CONCURRENCY = 8
 FILL_WINDOW = 1_000
 COLD_START_RUNS = 5
-STORES = ("sqlite", "valkey")
+STORES = ("sqlite", "valkey", "valkey-cluster")
+CLUSTER_SHARDS = 16  # memory_bridge.stores.valkey._keys.SHARDS: each shard has its own `memidx`
 SCALING_OPS = ("ping", "memory_get", "memory_search", "memory_set")
 SCALING_TARGET_OPS = ("memory_get", "memory_set")
 RMW_SESSIONS = 32
@@ -230,7 +233,7 @@ class Backend:
     name: str
     http_url: str | None = None  # None: the default, the project's embedded SQLite store
     stdio_url: str | None = None  # a fresh, empty store for the stdio cold start
-    server: ValkeyServer | None = None
+    server: ValkeyServer | ValkeyClusterServer | None = None
 
     def entry_store_args(self, url: str | None) -> list[str]:
         return [] if url is None else ["--entry-store", url]
@@ -241,11 +244,19 @@ class Backend:
 
     def word_index(self, on: bool) -> None:
         """Switch the Valkey store's word index off (searches scan every entry, as before it
-        existed) or back on: the store reads its `memidx` marker on every search."""
+        existed) or back on: the store reads its `memidx` marker on every search (on a
+        cluster, every shard's)."""
+        source, target = ("memidx-bench-off", "memidx") if on else ("memidx", "memidx-bench-off")
+        if isinstance(self.server, ValkeyServer):
+            with valkey.Valkey(host="127.0.0.1", port=self.server.port, db=0) as client:
+                client.rename(source, target)
+            return
         assert self.server is not None
-        with valkey.Valkey(host="127.0.0.1", port=self.server.port, db=0) as client:
-            source, target = ("memidx-bench-off", "memidx") if on else ("memidx", "memidx-bench-off")
-            client.rename(source, target)
+        nodes = [ClusterNode("127.0.0.1", n.port) for n in self.server.nodes]
+        with ValkeyCluster(startup_nodes=nodes) as client:
+            for shard in range(CLUSTER_SHARDS):
+                tag = f"{{memctl-{shard:02d}}}"
+                client.rename(tag + source, tag + target)
 
     @property
     def server_stats(self) -> ProcStats | None:
@@ -257,6 +268,10 @@ def backend(name: str) -> Iterator[Backend]:
     """The store named by --stores; for valkey, a valkey-server of our own, stopped afterwards."""
     if name == "sqlite":
         yield Backend(name)
+        return
+    if name == "valkey-cluster":
+        with valkey_cluster() as cluster:
+            yield Backend(name, http_url=cluster.url(0), stdio_url=cluster.url(1), server=cluster)
         return
     with valkey_server() as server:
         yield Backend(name, http_url=server.url(0), stdio_url=server.url(1), server=server)
@@ -488,6 +503,7 @@ class Config:
     seed: int = SEED
     embedding: bool = False
     drain_s: float = DRAIN_CAP_S
+    scan: bool = True
 
 
 def progress(message: str) -> None:
@@ -503,6 +519,7 @@ class HttpBench:
     corpus: Corpus
     calls: int
     store: Backend
+    scan: bool = True
     entries: int = 0
     inserted: int = 0
     fill_latencies: list[float] = field(default_factory=list)
@@ -590,7 +607,7 @@ class HttpBench:
         progress("  memory_search")
         ops["memory_search"] = await self.measure(self.clients, lambda: searcher(self.corpus))
         ops["memory_search text"] = await self.measure(self.clients, lambda: searcher(self.corpus, True))
-        if self.store.has_word_index:
+        if self.store.has_word_index and self.scan:
             progress("  memory_search, word index off (scan)")
             self.store.word_index(False)
             try:
@@ -627,7 +644,7 @@ async def http_benchmark(config: Config, project: Path, store: Backend) -> dict[
     with http_bridge(project, store) as bridge:
         async with AsyncExitStack() as stack:
             clients = [await open_client(stack, bridge.mcp_url) for _ in range(sessions)]
-            bench = HttpBench(bridge, clients, Corpus(config.seed), config.calls, store)
+            bench = HttpBench(bridge, clients, Corpus(config.seed), config.calls, store, config.scan)
             await bench.warm_up()
             for n in config.sizes:
                 progress(f"N = {n:,}")
@@ -856,10 +873,12 @@ async def run_benchmark(config: Config) -> dict[str, Any]:
     results: dict[str, Any] = {"stores": {}}
     with tempfile.TemporaryDirectory(prefix="memctl-bench-") as tmp:
         for name in config.stores:
+            started = time.perf_counter()
             with backend(name) as store:
                 workdir = Path(tmp) / name
                 workdir.mkdir()
                 results["stores"][name] = await store_benchmark(config, workdir, store)
+            results["stores"][name]["elapsed_s"] = time.perf_counter() - started
         results["stdio_sdk_minimal"] = await sdk_cold_start(Path(tmp))
     return results
 
@@ -1111,6 +1130,9 @@ def report(results: dict[str, Any], checked: dict[str, list[Target]]) -> str:
             *stdio_section(stores, results["stdio_sdk_minimal"]),
             *rss_section(stores),
             *targets_section(checked),
+            "\n== time taken ==",
+            *(f"{name}: {r['elapsed_s']:,.0f} s" for name, r in stores.items()),
+            f"in all: {results['elapsed_s']:,.0f} s",
         ]
     )
 
@@ -1161,6 +1183,13 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         " at the largest size",
     )
     parser.add_argument(
+        "--no-scan",
+        dest="scan",
+        action="store_false",
+        help="leave out the Valkey searches with the word index off (on a loaded machine eight"
+        " concurrent scans at 10k can miss the store's 2 s deadline)",
+    )
+    parser.add_argument(
         "--drain-seconds",
         type=float,
         default=DRAIN_CAP_S,
@@ -1177,7 +1206,14 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         parser.error("--rmw-writes and --rmw-seconds must be positive")
     if args.quick:
         return Config(
-            QUICK_SIZES, 200, args.json_path, stores, args.rmw_writes, cap, embedding=args.embedding
+            QUICK_SIZES,
+            200,
+            args.json_path,
+            stores,
+            args.rmw_writes,
+            cap,
+            embedding=args.embedding,
+            scan=args.scan,
         )
     sizes = tuple(int(s) for s in args.sizes.split(","))
     if list(sizes) != sorted(set(sizes)) or sizes[0] <= 0 or args.calls <= 0:
@@ -1191,6 +1227,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         cap,
         embedding=args.embedding,
         drain_s=args.drain_seconds,
+        scan=args.scan,
     )
 
 

@@ -374,6 +374,21 @@ async def test_query_prefers_entries_with_every_word_and_falls_back_to_any(store
     assert {e["id"] for e in any_word["results"]} == {"both-words", "one-word"}
 
 
+async def test_a_rarer_word_weighs_more_over_the_whole_store(store: EntryStore) -> None:
+    """Word frequencies are the store's, wherever its entries are kept (a cluster's shards)."""
+    for n in range(24):
+        await put(store, entry(f"filler-{n}", title=f"Filler {n}", body="a common word"))
+    await put(store, entry("more-common", title="One", body="common common common rare"))
+    await put(store, entry("more-rare", title="Two", body="common rare rare rare"))
+    await put(store, entry("unique", title="Three", body="a unique word"))
+    both = await search(store, query="common rare")
+    assert [e["id"] for e in both["results"]] == ["more-rare", "more-common"]
+    assert (both["total"], both["match"]) == (2, "all")
+    either = await search(store, query="rare unique")
+    assert either["match"] == "any"
+    assert {e["id"] for e in either["results"]} == {"more-rare", "more-common", "unique"}
+
+
 async def test_search_never_counts_hits_or_moves_revisions(store: EntryStore) -> None:
     await put(store)
     await search(store, query="tokens")

@@ -269,3 +269,23 @@ def test_an_unstemmed_knowledge_index_is_rebuilt_stemmed(tmp_path: Path) -> None
     assert user_version(path) == KNOWLEDGE_SCHEMA_VERSION
     # `switched` and `deploying` are not in the text: `switch` and `Deploys` are
     assert keyword_hits(tmp_path, "switched deploying") == ["deploy.md"]
+
+
+def test_migrate_moves_a_cluster_store_out_of_the_old_layout(tmp_path: Path) -> None:
+    from ..integration.test_valkey_cluster_index import client_of, old_layout
+    from ..servers import run_cluster
+
+    with run_cluster() as cluster:
+        old_layout(cluster, 50)
+        project = configure(tmp_path, entry_store=cluster.url, embedding_model="none")
+        dry = memctl("migrate", "--project", str(project), "--dry-run", "--json")
+        pending = step(dry.json["pending"], "valkey-index")["detail"]
+        assert pending.startswith("entries in the old cluster layout")
+        applied = memctl("migrate", "--project", str(project), "--json")
+        assert applied.code == 0, applied.stdout
+        detail = step(applied.json["applied"], "valkey-index")["detail"]
+        assert detail == "word index built (50 entries moved into the indexed shards)"
+        with client_of(cluster) as client:
+            assert not client.exists("{memctl}:memcount")
+        again = memctl("migrate", "--project", str(project), "--json")
+        assert (again.code, again.json["changed"]) == (0, False)

@@ -8,8 +8,9 @@ Applied steps are appended to `.memory/migrations.jsonl`.
     entries-schema     embedded entry store: SQLite schema version (PRAGMA user_version)
     knowledge-schema   embedded knowledge store: its schema version
     valkey-legacy      memory-mcp data in Valkey: entries without a revision counter
-    valkey-index       Valkey (single node): the word index memory_search answers from,
-                       for entries written before it existed (SCAN in batches, resumable)
+    valkey-index       Valkey: the word index memory_search answers from, for entries
+                       written before it existed (SCAN in batches, resumable); on a
+                       cluster, entries of the old cluster layout moved into the shards
     dify-metadata      Dify: the metadata fields memctl writes, on every bound slot
     reembed-knowledge  embedded knowledge: passages without a vector of the current model
     reembed-entries    embedded entries: entries without a vector of the current model
@@ -160,16 +161,24 @@ async def _valkey_legacy(settings: Settings) -> tuple[MigrationStep, Apply] | No
 
 
 async def _valkey_index(settings: Settings) -> tuple[MigrationStep, Apply] | None:
-    if not settings.entry_store.startswith(("valkey", "redis")) or "+cluster://" in settings.entry_store:
-        return None  # a cluster store keeps no word index
+    if not settings.entry_store.startswith(("valkey", "redis")):
+        return None
     from ..stores.valkey._entries import ValkeyEntryStore
+
+    cluster = "+cluster://" in settings.entry_store
 
     store = ValkeyEntryStore(settings.entry_store)
     try:
         ready = await store.index_ready()
     finally:
         await store.close()
-    detail = "word index built" if ready else "word index not built: memory_search scans every entry"
+    detail = "word index built"
+    if not ready:
+        detail = (
+            "entries in the old cluster layout: memory_search scans every entry until they move"
+            if cluster
+            else "word index not built: memory_search scans every entry"
+        )
 
     async def apply(progress: Progress) -> str:
         target = ValkeyEntryStore(settings.entry_store)
@@ -180,7 +189,8 @@ async def _valkey_index(settings: Settings) -> tuple[MigrationStep, Apply] | Non
                 batch, done = await target.build_index_step()
                 indexed += batch
                 progress("valkey-index", batch, None)
-            return f"word index built ({indexed} entries indexed)"
+            done_with = "moved into the indexed shards" if cluster else "indexed"
+            return f"word index built ({indexed} entries {done_with})"
         finally:
             await target.close()
 

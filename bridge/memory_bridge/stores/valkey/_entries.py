@@ -3,12 +3,15 @@
 Every mutation and the counting get are one Lua script (see `_scripts`). Reads that
 cover many entries gather ids from the index sets (or SCAN when unfiltered) and fetch
 the hashes in pipelined batches, never one round trip per key. With a
-`valkey+cluster://` URL the same store runs on Valkey Cluster (see `_cluster`).
+`valkey+cluster://` URL the same store runs on Valkey Cluster, in shards (see `_keys`):
+a call about one entry goes to its shard, a call over many to every shard at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -31,15 +34,17 @@ from .._base import (
 )
 from .._clock import format_instant
 from .._query import query_terms
-from ._cluster import apply_book, sweep_cluster
 from ._errors import client_retry, map_valkey_errors
-from ._index import IndexState, WordIndex, snapshot_words
-from ._keys import KeyLayout
+from ._index import IndexState, Ranking, WordIndex, snapshot_words
+from ._keys import KeyLayout, LegacyClusterKeys, shard_layouts, shard_of, shards_pattern
+from ._legacy import LegacyMover
 from ._rank import entry_terms, order, rank
 from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPGRADE, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
 __all__ = ["ValkeyEntryStore"]
+
+log = logging.getLogger("memctl.valkey")
 
 T = TypeVar("T")
 CALL_TIMEOUT_SECONDS = 2.0  # a server silent for this long is an outage, whatever the call
@@ -148,6 +153,14 @@ def _connect(target: ValkeyTarget) -> Any:
     )
 
 
+def _merge(shards: Sequence[Ranking], terms: list[str]) -> Ranking:
+    """The shards' rankings as one: their entries, totals and term frequencies add up."""
+    frequency = {t: sum(shard.frequency[t] for shard in shards) for t in terms}
+    candidates = [c for shard in shards for c in shard.candidates]
+    total = sum(shard.total for shard in shards)
+    return Ranking(candidates, total, frequency, "all")
+
+
 class ValkeyEntryStore:
     """The server entry store: shared by every bridge of a team."""
 
@@ -161,14 +174,17 @@ class ValkeyEntryStore:
     ) -> None:
         self.target: ValkeyTarget = parse_valkey_url(url)
         self.url = self.target.safe_url
-        self.keys = KeyLayout(self.target.prefix, self.target.cluster)
         self._cluster = self.target.cluster
+        self._layouts = shard_layouts(self.target.prefix, self._cluster)
+        self._legacy_keys = LegacyClusterKeys(self.target.prefix)
         self._max_versions = max_versions
         self._operation_ttl = operation_ttl
         self._clock = clock
         self._client: Any = None  # connected on first use (see _connect)
         self._hits_zero: tuple[float, int] | None = None
         self._count_ready = False
+        self._legacy = self._cluster  # data in the old cluster layout may be there: checked on first use
+        self._legacy_told = False
 
     def _connected(self) -> None:
         if self._client is not None:
@@ -183,7 +199,22 @@ class ValkeyEntryStore:
         self._fetch_many = self._client.register_script(FETCH)
         self._upgrade = self._client.register_script(UPGRADE)
         self._export_many = self._client.register_script(EXPORT)
-        self.index = WordIndex(self._client, self.keys, self._clock, _progress)
+        self._indexes = [WordIndex(self._client, keys, self._clock, _progress) for keys in self._layouts]
+        self._mover = LegacyMover(self._client, self._legacy_keys, self._import, self._layout, _progress)
+
+    def _layout(self, id: str) -> KeyLayout:
+        """The keyspace (on a cluster, the shard) an entry lives in."""
+        return self._layouts[shard_of(id, len(self._layouts))]
+
+    def _meta(self, name: str) -> str:
+        """A store-wide key (memschema): in the one keyspace, or a cluster's `{memctl}` slot."""
+        return self._legacy_keys.own(name) if self._cluster else self._layouts[0].own(name)
+
+    def _by_shard(self, ids: Iterable[str]) -> dict[int, list[str]]:
+        groups: dict[int, list[str]] = {}
+        for id in ids:
+            groups.setdefault(shard_of(id, len(self._layouts)), []).append(id)
+        return groups
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -220,101 +251,126 @@ class ValkeyEntryStore:
         ):
             await client.aclose()
 
-    async def _run(self, operation: str, work: Callable[[], Awaitable[T]], *, bulk: bool = False) -> T:
+    async def _run(
+        self, operation: str, work: Callable[[], Awaitable[T]], *, bulk: bool = False, id: str | None = None
+    ) -> T:
+        """Run `work` within the call's deadline. While a cluster holds entries in the old
+        layout, the entry `id` names is moved first, so the call finds it where it works."""
         if not self._count_ready:
             async with self._call("count", bulk=True):
                 await self._ensure_count()
         async with self._call(operation, bulk=bulk):
+            if self._legacy:
+                self._legacy = await self._mover.pending()
+                if self._legacy and not self._legacy_told:
+                    self._legacy_told = True
+                    log.warning(
+                        "%s holds entries in memctl's earlier cluster layout: each moves when it is"
+                        " used, searches scan every entry until `memctl migrate` has moved the rest",
+                        self.url,
+                    )
+                if self._legacy and id is not None:
+                    await self._mover.move([id])
             return await work()
 
     async def _ensure_count(self) -> None:
-        """Seed `memcount` once for data written by memory-mcp (which keeps no count)."""
-        count_key = self.keys.own("memcount")
+        """Seed `memcount` once: for data written by memory-mcp (which keeps no count), by
+        counting; a cluster's shards hold only what memctl wrote (which counted itself)."""
+        if self._cluster:
+            pipe = self._client.pipeline(transaction=False)
+            for keys in self._layouts:
+                pipe.set(keys.own("memcount"), 0, nx=True)
+                pipe.set(keys.own("memidx"), IndexState.READY, nx=True)
+            await pipe.execute()
+            self._count_ready = True
+            return
+        keys = self._layouts[0]
+        count_key = keys.own("memcount")
         if await self._client.exists(count_key):
             self._count_ready = True
             return
         live = 0
         async for batch in self._scan_ids("mem:"):
             live += len(await self._fetch(batch))
-        if live == 0 and not self._cluster:  # nothing to index: every entry to come indexes itself
-            await self._client.set(self.keys.own("memidx"), IndexState.READY, nx=True)
+        if live == 0:  # nothing to index: every entry to come indexes itself
+            await self._client.set(keys.own("memidx"), IndexState.READY, nx=True)
         await self._client.set(count_key, live, nx=True)
         self._count_ready = True
 
     async def _scan_ids(self, kind: str) -> AsyncIterator[list[str]]:
-        """Ids of every key of one kind (mem:, memver:, memrev:), in batches."""
+        """Ids of every key of one kind (mem:, memver:, memrev:), in batches; on a cluster,
+        of every shard (all shard prefixes have the same length)."""
+        keys = self._layouts[0]
+        pattern = shards_pattern(self.target.prefix, kind) if self._cluster else keys.pattern(kind)
         batch: list[str] = []
-        async for key in self._client.scan_iter(match=self.keys.pattern(kind), count=1000):
+        async for key in self._client.scan_iter(match=pattern, count=1000):
             _progress()
-            batch.append(self.keys.id_of_key(kind, _text(key)))
+            batch.append(keys.id_of_key(kind, _text(key)))
             if len(batch) >= 1000:
                 yield batch
                 batch = []
         if batch:
             yield batch
 
+    async def _per_shard(self, ids: Iterable[str], script: Any, chunk_size: int) -> dict[str, Any]:
+        """id -> its reply from `script` (FETCH or EXPORT), run over each shard's ids in
+        chunks, the shards at once."""
+
+        async def one_shard(shard: int, shard_ids: list[str]) -> list[tuple[str, Any]]:
+            keys = self._layouts[shard]
+            found: list[tuple[str, Any]] = []
+            for start in range(0, len(shard_ids), chunk_size):
+                chunk = shard_ids[start : start + chunk_size]
+                replies = await script(keys=[keys.own("memcount")], args=[keys.prefix, *chunk])
+                _progress()
+                found += zip(chunk, replies, strict=True)
+            return found
+
+        groups = self._by_shard(ids)
+        done = await asyncio.gather(*(one_shard(shard, group) for shard, group in groups.items()))
+        return {id: reply for shard in done for id, reply in shard}
+
     async def _fetch(self, ids: Iterable[str]) -> list[Entry]:
-        """HGETALL every id in pipelined batches; skip ids whose hash is gone."""
+        """The entries of `ids`, in that order, read in batches; skip ids whose hash is gone."""
         ids = list(ids)
-        entries: list[Entry] = []
-        for start in range(0, len(ids), _BATCH):
-            chunk = ids[start : start + _BATCH]
-            if self._cluster:  # keys in many slots: one pipelined HGETALL each
-                pipe = self._client.pipeline(transaction=False)
-                for id in chunk:
-                    pipe.hgetall(self.keys.entry("mem:", id))
-                replies = await pipe.execute()
-            else:
-                replies = await self._fetch_many(keys=[], args=[self.keys.prefix, *chunk])
-            _progress()
-            for id, raw in zip(chunk, replies, strict=True):
-                fields = _decode_hash(raw)
-                if "title" in fields:
-                    entries.append(_entry(id, fields))
+        replies = await self._per_shard(ids, self._fetch_many, _BATCH)
+        entries = []
+        for id in ids:
+            fields = _decode_hash(replies[id])
+            if "title" in fields:
+                entries.append(_entry(id, fields))
         return entries
 
-    async def _candidate_ids(self, sets: list[str]) -> set[str]:
-        if not self._cluster:
-            members = await self._client.sinter(sets)
-        else:  # the sets live in different slots: intersect here
-            pipe = self._client.pipeline(transaction=False)
-            for key in sets:
-                pipe.smembers(key)
-            found = [set(m) for m in await pipe.execute()]
-            members = set.intersection(*found)
-        return {self.keys.id_of_member(_text(m)) for m in members}
-
     async def _candidates(self, flt: EntryFilter) -> list[Entry]:
-        sets = self._filter_sets(flt)
-        if not sets:
+        if not self._filter_sets(flt, self._layouts[0]) or self._legacy:
             entries: list[Entry] = []
             async for batch in self._scan_ids("mem:"):
                 entries += await self._fetch(batch)
-            return entries
-        return [e for e in await self._fetch(sorted(await self._candidate_ids(sets))) if _matches(e, flt)]
+            if self._legacy:  # the entries not moved yet (one moved meanwhile is read once)
+                seen = {e.id for e in entries}
+                entries += [e for e in await self._mover.entries(_entry) if e.id not in seen]
+            return [e for e in entries if _matches(e, flt)]
+        found = await asyncio.gather(
+            *(self._client.sinter(self._filter_sets(flt, keys)) for keys in self._layouts)
+        )
+        ids = sorted(self._layouts[0].id_of_member(_text(m)) for members in found for m in members)
+        return [e for e in await self._fetch(ids) if _matches(e, flt)]
 
     async def _script(
         self, script: Any, id: str, args: dict[str, Any], operation_id: str | None = None
     ) -> Any:
-        args = {
-            **args,
-            "id": id,
-            "member": self.keys.member(id),
-            "prefix": self.keys.prefix,
-            "cluster": self._cluster,
-        }
-        result = json.loads(
-            await script(keys=self.keys.script_keys(id, operation_id), args=[json.dumps(args)])
-        )
-        if self._cluster and isinstance(result.get("book"), dict):
-            await apply_book(self._client, self.keys, id, result["book"])
+        keys = self._layout(id)
+        args = {**args, "id": id, "member": keys.member(id), "prefix": keys.prefix}
+        reply = await script(keys=keys.script_keys(id, operation_id), args=[json.dumps(args)])
+        result: dict[str, Any] = json.loads(reply)
         return result
 
     # -- the interface ----------------------------------------------------------------------
 
     async def get(self, id: str) -> tuple[Entry, int] | None:
         async def work() -> tuple[Entry, int] | None:
-            found = await self._get(keys=[self.keys.entry("mem:", id), self.keys.entry("memrev:", id)])
+            keys = self._layout(id)
+            found = await self._get(keys=[keys.entry("mem:", id), keys.entry("memrev:", id)])
             if found is None:
                 return None
             flat, hits, revision = found
@@ -322,7 +378,7 @@ class ValkeyEntryStore:
             fields["hits"] = str(hits)
             return _entry(id, fields), int(revision)
 
-        return await self._run("memory_get", work)
+        return await self._run("memory_get", work, id=id)
 
     def _write_args(self, write: EntryWrite, **overrides: Any) -> dict[str, Any]:
         now = self._clock()
@@ -349,7 +405,7 @@ class ValkeyEntryStore:
 
     async def _reserve_operation(self, id: str, operation_id: str) -> SetOutcome | None:
         """Cluster mode: claim the operation id, or return its recorded outcome."""
-        key = self.keys.operation(operation_id)
+        key = self._legacy_keys.operation(operation_id)
         args = json.dumps({"id": id, "pending_ttl": _PENDING_OPERATION_SECONDS})
         for _ in range(40):
             record = json.loads(await self._op_reserve(keys=[key], args=[args]))
@@ -367,7 +423,7 @@ class ValkeyEntryStore:
         )
 
     async def _settle_operation(self, operation_id: str, outcome: SetOutcome) -> None:
-        key = self.keys.operation(operation_id)
+        key = self._legacy_keys.operation(operation_id)
         if outcome.status != "applied":
             await self._client.delete(key)
             return
@@ -385,7 +441,10 @@ class ValkeyEntryStore:
         operation_id: str | None,
     ) -> SetOutcome:
         args = self._write_args(
-            write, ttl=ttl or 0, if_version=-1 if if_version is None else if_version, op_id=operation_id or ""
+            write,
+            ttl=ttl or 0,
+            if_version=-1 if if_version is None else if_version,
+            op_id="" if self._cluster else operation_id or "",  # a cluster reserves it first
         )
 
         async def work() -> SetOutcome:
@@ -393,7 +452,7 @@ class ValkeyEntryStore:
                 recorded = await self._reserve_operation(write.id, operation_id)
                 if recorded is not None:
                     return recorded
-            result = await self._script(self._write, write.id, args, operation_id)
+            result = await self._script(self._write, write.id, args, None if self._cluster else operation_id)
             status = result["status"]
             outcome: SetOutcome
             if status == "conflict":
@@ -408,7 +467,7 @@ class ValkeyEntryStore:
                 await self._settle_operation(operation_id, outcome)
             return outcome
 
-        return await self._run("memory_set", work)
+        return await self._run("memory_set", work, id=write.id)
 
     async def delete(self, id: str) -> DeleteOutcome | None:
         args = {"stamp": format_instant(self._clock()), "max_versions": self._max_versions}
@@ -419,11 +478,11 @@ class ValkeyEntryStore:
                 return None
             return DeleteOutcome(id, int(result["revision"]))
 
-        return await self._run("memory_delete", work)
+        return await self._run("memory_delete", work, id=id)
 
     async def history(self, id: str, limit: int) -> list[dict[str, Any]]:
         async def work() -> list[dict[str, Any]]:
-            raw = await self._client.lrange(self.keys.entry("memver:", id), 0, limit - 1)
+            raw = await self._client.lrange(self._layout(id).entry("memver:", id), 0, limit - 1)
             versions: list[dict[str, Any]] = []
             for index, item in enumerate(raw):
                 text = _text(item)
@@ -433,15 +492,15 @@ class ValkeyEntryStore:
                     versions.append({"index": index, "raw": text})
             return versions
 
-        return await self._run("memory_history", work)
+        return await self._run("memory_history", work, id=id)
 
     async def _rollback_script(self, id: str, version_index: int) -> dict[str, Any]:
         """Run the rollback with the words of the snapshot it restores, read just before;
         if the history moved meanwhile (the script says `changed`), read it again."""
         empty = EntryWrite(id=id, title="", body="", type="", tags=())
-        history = self.keys.entry("memver:", id)
-        for _ in range(20):  # a cluster store keeps no word index: nothing to read
-            raw = None if self._cluster else await self._client.lindex(history, version_index)
+        history = self._layout(id).entry("memver:", id)
+        for _ in range(20):
+            raw = await self._client.lindex(history, version_index)
             expect, words = snapshot_words(id, raw)
             args = self._write_args(empty, rollback=version_index, expect=expect, words=words)
             result: dict[str, Any] = await self._script(self._write, id, args)
@@ -462,28 +521,36 @@ class ValkeyEntryStore:
                 id, str(result["operation"]), str(result["restored_from"]), int(result["revision"])
             )
 
-        return await self._run("memory_rollback", work)
+        return await self._run("memory_rollback", work, id=id)
 
-    def _filter_sets(self, flt: EntryFilter) -> list[str]:
-        sets = [self.keys.index("tag:", t) for t in flt.tags]
+    def _filter_sets(self, flt: EntryFilter, keys: KeyLayout) -> list[str]:
+        sets = [keys.index("tag:", t) for t in flt.tags]
         if flt.type is not None:
-            sets.append(self.keys.index("type:", flt.type))
+            sets.append(keys.index("type:", flt.type))
         if flt.project is not None:
-            sets.append(self.keys.index("project:", flt.project))
+            sets.append(keys.index("project:", flt.project))
         return sets
 
     async def _indexed(self, flt: EntryFilter, terms: list[str], offset: int, limit: int) -> EntryPage | None:
         """A page ranked from the word index: only the page's entries are fetched whole.
-        None while the index is not built, when the query matches too much of the store
-        for one script, or on a cluster (which keeps no index): the caller scans."""
-        if self._cluster:
+        None while the index is not built (or a cluster still holds entries in the old
+        layout), or when the query matches too much of a shard for one script: the
+        caller scans. On a cluster every shard answers for its entries at once; their
+        counts add up to the store's, so the order is the one a single node gives."""
+        if self._legacy:
             return None
-        found = await self.index.candidates(terms, self._filter_sets(flt))
-        if found is None:
+        found = await asyncio.gather(
+            *(
+                index.candidates(terms, self._filter_sets(flt, keys))
+                for index, keys in zip(self._indexes, self._layouts, strict=True)
+            )
+        )
+        if any(shard is None for shard in found):
             return None
-        ordered, _ = order(found.candidates, terms, found.total, found.frequency)
+        merged = _merge([shard for shard in found if shard is not None], terms)
+        ordered, mode = order(merged.candidates, terms, merged.total, merged.frequency)
         page = await self._fetch(c.id for c in ordered[offset : offset + limit])
-        return EntryPage(page, len(ordered), match=found.mode)
+        return EntryPage(page, len(ordered), match=mode)
 
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:
@@ -521,7 +588,9 @@ class ValkeyEntryStore:
 
     async def count(self) -> int:
         async def work() -> int:
-            return int(await self._client.get(self.keys.own("memcount")) or 0)
+            counts = await asyncio.gather(*(self._client.get(keys.own("memcount")) for keys in self._layouts))
+            legacy = await self._mover.count() if self._legacy else 0
+            return legacy + sum(int(count or 0) for count in counts)
 
         return await self._run("count", work)
 
@@ -536,7 +605,7 @@ class ValkeyEntryStore:
             async for batch in self._scan_ids("mem:"):
                 pipe = self._client.pipeline(transaction=False)
                 for id in batch:
-                    pipe.hget(self.keys.entry("mem:", id), "hits")
+                    pipe.hget(self._layout(id).entry("mem:", id), "hits")
                 zero += sum(1 for hits in await pipe.execute() if int(hits or 0) == 0)
                 _progress()
             return zero
@@ -548,12 +617,13 @@ class ValkeyEntryStore:
     async def sweep(self) -> int:
         now = self._clock()
 
+        async def one_shard(keys: KeyLayout) -> int:
+            names = [keys.own(k) for k in ("memexp", "memexpidx", "memcount", "memvocab")]
+            args = {"now": now, "prefix": keys.prefix, "batch": 1000}
+            return int(await self._sweep(keys=names, args=[json.dumps(args)]))
+
         async def work() -> int:
-            if self._cluster:
-                return await sweep_cluster(self._client, self.keys, now, 1000)
-            keys = [self.keys.own(k) for k in ("memexp", "memexpidx", "memcount", "memvocab")]
-            args = {"now": now, "prefix": self.keys.prefix, "batch": 1000}
-            return int(await self._sweep(keys=keys, args=[json.dumps(args)]))
+            return sum(await asyncio.gather(*(one_shard(keys) for keys in self._layouts)))
 
         return await self._run("sweep", work)
 
@@ -570,30 +640,12 @@ class ValkeyEntryStore:
             if records:
                 yield records
 
-    async def _export_replies(self, ids: list[str]) -> list[Any]:
-        """(hash, revision, history, pttl) per id, in round trips of _ROUND_TRIP ids."""
-        replies: list[Any] = []
-        for start in range(0, len(ids), _ROUND_TRIP):
-            chunk = ids[start : start + _ROUND_TRIP]
-            if self._cluster:  # keys in many slots: four pipelined reads per id
-                pipe = self._client.pipeline(transaction=False)
-                for id in chunk:
-                    pipe.hgetall(self.keys.entry("mem:", id))
-                    pipe.get(self.keys.entry("memrev:", id))
-                    pipe.lrange(self.keys.entry("memver:", id), 0, -1)
-                    pipe.pttl(self.keys.entry("mem:", id))
-                flat = await pipe.execute()
-                replies += [flat[4 * i : 4 * i + 4] for i in range(len(chunk))]
-            else:  # one script reply per chunk: far less client-side parsing
-                replies += await self._export_many(keys=[], args=[self.keys.prefix, *chunk])
-            _progress()
-        return replies
-
     async def _export_batch(self, ids: list[str]) -> list[EntryRecord]:
-        replies = await self._export_replies(ids)
+        replies = await self._per_shard(ids, self._export_many, _ROUND_TRIP)
         now = self._clock()
         records = []
-        for id, (raw_hash, revision, history, pttl) in zip(ids, replies, strict=True):
+        for id in ids:
+            raw_hash, revision, history, pttl = replies[id]
             fields = _decode_hash(raw_hash)
             entry = _entry(id, fields) if "title" in fields else None
             if entry is None and revision is None and not history:
@@ -618,27 +670,26 @@ class ValkeyEntryStore:
                 "revision": record.revision,
                 "history": list(record.history),
                 "expires_at_ms": int(record.expires_at * 1000) if record.expires_at else 0,
+                "only_new": False,
             }
 
         async def work() -> None:
-            if self._cluster:
-                for record in records:
-                    await self._script(self._import, record.id, args_of(record))
-                    _progress()
-                return
             for start in range(0, len(records), _ROUND_TRIP):
+                chunk = records[start : start + _ROUND_TRIP]
+                if self._cluster:  # each shard's scripts at once
+                    await asyncio.gather(*(self._script(self._import, r.id, args_of(r)) for r in chunk))
+                    _progress()
+                    continue
+                keys = self._layouts[0]
                 pipe = self._client.pipeline(transaction=False)
-                for record in records[start : start + _ROUND_TRIP]:
+                for record in chunk:
                     args = {
                         **args_of(record),
                         "id": record.id,
-                        "member": self.keys.member(record.id),
-                        "prefix": self.keys.prefix,
-                        "cluster": False,
+                        "member": keys.member(record.id),
+                        "prefix": keys.prefix,
                     }
-                    await self._import(
-                        keys=self.keys.script_keys(record.id), args=[json.dumps(args)], client=pipe
-                    )
+                    await self._import(keys=keys.script_keys(record.id), args=[json.dumps(args)], client=pipe)
                 await pipe.execute()
                 _progress()
 
@@ -653,11 +704,11 @@ class ValkeyEntryStore:
     async def schema_version(self) -> int:
         """The data-layout version memctl recorded in this store (0: memory-mcp's or none)."""
         async with self._call("migrate"):
-            return int(await self._client.get(self.keys.own("memschema")) or 0)
+            return int(await self._client.get(self._meta("memschema")) or 0)
 
     async def record_schema_version(self, version: int) -> None:
         async with self._call("migrate"):
-            await self._client.set(self.keys.own("memschema"), version)
+            await self._client.set(self._meta("memschema"), version)
 
     async def legacy_ids(self) -> list[str]:
         """Ids of entries without a revision counter (written by memory-mcp before 1.1)."""
@@ -666,7 +717,7 @@ class ValkeyEntryStore:
             async for batch in self._scan_ids("mem:"):
                 pipe = self._client.pipeline(transaction=False)
                 for id in batch:
-                    pipe.exists(self.keys.entry("memrev:", id))
+                    pipe.exists(self._layout(id).entry("memrev:", id))
                 legacy += [id for id, has in zip(batch, await pipe.execute(), strict=True) if not has]
                 _progress()
         return legacy
@@ -677,25 +728,29 @@ class ValkeyEntryStore:
         async with self._call("migrate", bulk=True):
             done = 0
             for id in ids:
-                done += int(await self._upgrade(keys=self.keys.entry_keys(id), args=[]))
+                done += int(await self._upgrade(keys=self._layout(id).entry_keys(id), args=[]))
                 _progress()
             return done
 
     async def index_ready(self) -> bool:
-        """Whether `memory_search` answers from the word index (False: it scans); a
-        cluster store keeps no word index."""
-        if self._cluster:
-            return True
+        """Whether `memory_search` answers from the word index (False: it scans). A
+        cluster's shards index every write; entries in its old layout are not indexed."""
         async with self._call("migrate"):
-            return await self.index.ready()
+            if self._cluster:
+                return not await self._mover.pending()
+            return await self._indexes[0].ready()
 
     async def build_index_step(self) -> tuple[int, bool]:
-        """Index the entries of one SCAN batch written before the word index existed;
-        (how many were indexed, whether the index is now complete). Resumable, idempotent."""
+        """Single node: index the entries of one SCAN batch written before the word index
+        existed. Cluster: move a batch of entries from the old layout into their shards,
+        which index them. (How many, whether the index is now complete.) Resumable,
+        idempotent, and writes go on meanwhile."""
         if self._cluster:
-            return 0, True
+            await self._run("migrate", lambda: anyio.sleep(0))  # seeds the shards' bookkeeping
+            async with self._call("migrate", bulk=True):
+                return await self._mover.step()
         async with self._call("migrate", bulk=True):
-            return await self.index.build_step()
+            return await self._indexes[0].build_step()
 
     async def ping(self) -> None:
         async with self._call("health"):

@@ -1,4 +1,5 @@
-"""The word index of a single-node Valkey store: searching it, and building it for old data.
+"""The word index of a Valkey store (or of one shard of a cluster store): searching it, and
+building it for old data (single node: a cluster's shards only ever held indexed entries).
 
 Every write keeps the index (see `_scripts`); what is here reads it for `memory_search`,
 and builds it for entries written before it existed (`memctl migrate`): SCAN in small

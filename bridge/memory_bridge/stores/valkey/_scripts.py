@@ -8,7 +8,7 @@ the scripts so no write scans), `memexp` (sorted set: id -> expiry time of entri
 TTL) and `memexpidx` (hash: id -> the index sets that entry is in), so expired entries
 can be taken out of their index sets after Valkey drops their hash.
 
-Outside cluster mode memctl also keeps a word index for `memory_search`: `memw:<word>`
+memctl also keeps a word index for `memory_search`: `memw:<word>`
 (hash: `mem:<id>` member -> the word's occurrences in its title, id, tags and body,
 "t,i,g,b"), `memvocab` (sorted set of every indexed word, for prefix lookups by
 ZRANGEBYLEX) and `memterms:<id>` (the words the entry is indexed under with their counts,
@@ -17,11 +17,12 @@ store (Python's tokenisation, `_rank.entry_terms`) and passed in; every script t
 changes an entry moves its words in the same call, so the index never drifts. `memidx`
 is `ready` once every entry is indexed (see `INDEX_BATCH`); until then searches scan.
 
-In cluster mode (`a.cluster`) a script may only touch the keys of its own slot: the
-entry's three keys, which share the hash tag `{<id>}`. Index sets, the count and the
-expiry bookkeeping live in other slots, so the script leaves them alone and returns
-what they need (`book`); the store applies that right after. Operation ids are
-reserved in their own slot before the write (see `OP_RESERVE`).
+On a Valkey Cluster each shard is this same layout under its own hash tag (see
+`_keys`), so a script touches only its shard's slot; the keys it builds from `a.prefix`
+share the slot of the keys it names. The scripts that name no key of their own (FETCH,
+EXPORT, INDEX_READ) are given the shard's `memcount` as KEYS[1], only to route them.
+Operation ids are reserved in their own slot before a cluster write (see `OP_RESERVE`)
+and the write script runs without one.
 
 Arguments arrive as one JSON object in ARGV[1]; results leave as one JSON object.
 """
@@ -36,6 +37,7 @@ __all__ = [
     "IMPORT",
     "INDEX_BATCH",
     "INDEX_READ",
+    "LEGACY_READ",
     "OP_RESERVE",
     "SEARCH",
     "SWEEP",
@@ -44,7 +46,6 @@ __all__ = [
 ]
 
 _PRELUDE = r"""
-local book = {}
 local function to_map(flat)
   local m = {}
   for i = 1, #flat, 2 do m[flat[i]] = flat[i + 1] end
@@ -61,19 +62,11 @@ local function tags_json(t)
   return cjson.encode(t)
 end
 local function idx_remove(a, itype, project, tags_csv)
-  if a.cluster then
-    book.removed = {type = itype or '', project = project or '', tags = tags_csv or ''}
-    return
-  end
   if itype and itype ~= '' then redis.call('SREM', a.prefix .. 'type:' .. itype, a.member) end
   if project then redis.call('SREM', a.prefix .. 'project:' .. project, a.member) end
   for _, tag in ipairs(split_csv(tags_csv)) do redis.call('SREM', a.prefix .. 'tag:' .. tag, a.member) end
 end
 local function idx_add(a, itype, project, tags)
-  if a.cluster then
-    book.added = {type = itype, project = project, tags = table.concat(tags, ',')}
-    return
-  end
   if itype ~= '' then redis.call('SADD', a.prefix .. 'type:' .. itype, a.member) end
   redis.call('SADD', a.prefix .. 'project:' .. project, a.member)
   for _, tag in ipairs(tags) do redis.call('SADD', a.prefix .. 'tag:' .. tag, a.member) end
@@ -84,7 +77,7 @@ local function word_drop(prefix, vocab, word, member)
   if redis.call('HLEN', key) == 0 then redis.call('ZREM', vocab, word) end
 end
 local function drop_words(a, words)
-  if a.cluster or not words then return end
+  if not words then return end
   for w in string.gmatch(words, '%S+') do word_drop(a.prefix, KEYS[9], w, a.member) end
 end
 local function words_joined(words)
@@ -101,7 +94,6 @@ end
 -- counts in title, id, tags and body, "t,i,g,b"; nil: the entry is gone). Words whose
 -- counts stay are not touched, so an edit costs what it changes.
 local function words_update(a, words)
-  if a.cluster then return end
   local had = {}
   local old = redis.call('GET', KEYS[8])
   if old then for w, counts in string.gmatch(old, '([^%s:]+):(%S+)') do had[w] = counts end end
@@ -116,28 +108,24 @@ local function words_update(a, words)
 end
 -- memterms lives and dies with the entry's hash.
 local function words_expire_with(a, mem)
-  if a.cluster then return end
   local pttl = redis.call('PTTL', mem)
   if pttl > 0 then redis.call('PEXPIRE', KEYS[8], pttl) end
 end
 local function count_by(a, delta)
-  if a.cluster then book.count = (book.count or 0) + delta else redis.call('INCRBY', KEYS[5], delta) end
+  redis.call('INCRBY', KEYS[5], delta)
 end
 local function expiry_track(a, at, itype, project, tags_csv)
   local info = cjson.encode({type = itype, project = project, tags = tags_csv,
     words = words_joined(a.words)})
-  if a.cluster then book.expiry = {at = at, info = info} return end
   redis.call('ZADD', KEYS[6], at, a.id)
   redis.call('HSET', KEYS[7], a.id, info)
 end
 local function expiry_untrack(a)
-  if a.cluster then book.expiry = false return end
   redis.call('ZREM', KEYS[6], a.id)
   redis.call('HDEL', KEYS[7], a.id)
 end
 -- An entry that expired but was not swept yet: take it out of its indexes and the count.
 local function forget_expired(a)
-  if a.cluster then book.stale_check = true return end
   local info = redis.call('HGET', KEYS[7], a.id)
   if info then
     local i = cjson.decode(info)
@@ -158,18 +146,14 @@ local function push_snapshot(key, json, max_versions)
   redis.call('LPUSH', key, json)
   redis.call('LTRIM', key, 0, max_versions - 1)
 end
-local function reply(a, result)
-  if a.cluster then result.book = book end
-  return cjson.encode(result)
-end
 """
 
-# KEYS: mem, memver, memrev, memop (a same-slot placeholder in cluster mode)
-#       and, outside cluster mode, memcount, memexp, memexpidx, memterms, memvocab
+# KEYS: mem, memver, memrev, memop (a placeholder without op_id), memcount, memexp,
+#       memexpidx, memterms, memvocab
 # ARGV[1]: {id, member, title, body, type, tags, source, project, ttl (0 = none),
 #           if_version (-1 = none), op_id ("" = none), stamp, now, max_versions, op_ttl,
 #           rollback (-1 = plain set), expect (rollback: the snapshot the words were
-#           computed from), words, prefix, cluster}
+#           computed from), words, prefix}
 WRITE = (
     _PRELUDE
     + r"""
@@ -180,7 +164,7 @@ local restored_from = ''
 if a.rollback >= 0 then
   local raw = redis.call('LINDEX', memver, a.rollback)
   if not raw then return cjson.encode({status = 'not_found'}) end
-  if not a.cluster and raw ~= a.expect then return cjson.encode({status = 'changed'}) end
+  if raw ~= a.expect then return cjson.encode({status = 'changed'}) end
   local ok, snap = pcall(cjson.decode, raw)
   if not ok or type(snap) ~= 'table' or type(snap.title) ~= 'string' then
     return cjson.encode({status = 'bad_snapshot'})
@@ -192,7 +176,7 @@ if a.rollback >= 0 then
   label = 'rollback_to_' .. a.rollback
   restored_from = type(snap.updated) == 'string' and snap.updated or 'unknown'
 end
-if a.op_id ~= '' and not a.cluster then
+if a.op_id ~= '' then
   local rec = redis.call('HGETALL', memop)
   if #rec > 0 then
     local r = to_map(rec)
@@ -246,17 +230,17 @@ else
   expiry_untrack(a)
 end
 words_expire_with(a, mem)
-if a.op_id ~= '' and not a.cluster then
+if a.op_id ~= '' then
   redis.call('HSET', memop, 'memory_id', a.id, 'revision', rev, 'action', operation)
   redis.call('EXPIRE', memop, a.op_ttl)
 end
-return reply(a, {status = 'applied', operation = operation, revision = rev, restored_from = restored_from})
+return cjson.encode({status = 'applied', operation = operation, revision = rev,
+  restored_from = restored_from})
 """
 )
 
-# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp,
-#       memexpidx, memterms, memvocab
-# ARGV[1]: {id, member, stamp, max_versions, prefix, cluster}
+# KEYS: mem, memver, memrev, a placeholder, memcount, memexp, memexpidx, memterms, memvocab
+# ARGV[1]: {id, member, stamp, max_versions, prefix}
 DELETE = (
     _PRELUDE
     + r"""
@@ -274,7 +258,7 @@ words_update(a, nil)
 redis.call('DEL', mem)
 count_by(a, -1)
 expiry_untrack(a)
-return reply(a, {status = 'ok', revision = rev})
+return cjson.encode({status = 'ok', revision = rev})
 """
 )
 
@@ -289,8 +273,7 @@ local rev = tonumber(redis.call('GET', KEYS[2]) or '0')
 return {flat, hits, rev}
 """
 
-# KEYS: memexp, memexpidx, memcount, memvocab (single-node mode only; cluster mode sweeps
-# client-side)
+# KEYS: memexp, memexpidx, memcount, memvocab
 # ARGV[1]: {now, prefix, batch}
 SWEEP = (
     _PRELUDE
@@ -318,16 +301,20 @@ return dropped
 """
 )
 
-# KEYS: mem, memver, memrev and, outside cluster mode, a placeholder, memcount, memexp,
-#       memexpidx, memterms, memvocab
+# KEYS: mem, memver, memrev, a placeholder, memcount, memexp, memexpidx, memterms, memvocab
 # ARGV[1]: {id, member, entry ({title, body, type, tags, source, project, created, updated, hits, ttl}
 #           or false), words (the entry's), revision, history (newest first), expires_at_ms
-#           (0 = none), prefix, cluster}
+#           (0 = none), prefix, only_new (leave an entry that has any key: moving the
+#           old cluster layout)}
+# Returns {status = 'ok'}, or {status = 'kept'} when only_new found the entry there.
 IMPORT = (
     _PRELUDE
     + r"""
 local a = cjson.decode(ARGV[1])
 local mem, memver, memrev = KEYS[1], KEYS[2], KEYS[3]
+if a.only_new and redis.call('EXISTS', mem, memver, memrev) > 0 then
+  return cjson.encode({status = 'kept'})
+end
 local prev = to_map(redis.call('HGETALL', mem))
 if prev.title ~= nil then
   idx_remove(a, prev.type, prev.project, prev.tags)
@@ -356,9 +343,16 @@ if e and a.expires_at_ms > 0 then
   redis.call('PEXPIREAT', memrev, a.expires_at_ms)
   words_expire_with(a, mem)
 end
-return reply(a, {status = 'ok'})
+return cjson.encode({status = 'ok'})
 """
 )
+
+# The old cluster layout (`mem:{<id>}`): everything about one entry, read at once to move
+# it; its keys are removed after the move. KEYS: mem, memver, memrev
+LEGACY_READ = r"""
+return {redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[3]), redis.call('LRANGE', KEYS[2], 0, -1),
+  redis.call('PTTL', KEYS[1])}
+"""
 
 # Cluster mode: reserve an operation id in its own slot before the entry's write.
 # KEYS: memop; ARGV[1]: {id, pending_ttl}
@@ -376,7 +370,7 @@ redis.call('EXPIRE', KEYS[1], a.pending_ttl)
 return cjson.encode({status = 'reserved'})
 """
 
-# Single-node mode only: many entries' hashes in one reply (a pipeline parses one reply
+# Many entries' hashes in one reply (a pipeline parses one reply
 # per key, which dominated search time). ARGV: prefix, then the ids.
 FETCH = r"""
 local out = {}
@@ -386,7 +380,7 @@ end
 return out
 """
 
-# Single-node mode only: everything export needs about many ids in one reply: per id its
+# Everything export needs about many ids in one reply: per id its
 # hash, revision counter, snapshots and the hash's remaining TTL. ARGV: prefix, then the ids.
 EXPORT = r"""
 local out = {}
@@ -429,7 +423,7 @@ return 1
 """
 )
 
-# Single-node mode only: what ranking a text query needs, from the word index. A term
+# What ranking a text query needs, from the word index. A term
 # of three or more characters matches the indexed words it begins, a shorter one only
 # itself; an entry's count of a term in each text is the sum over the words it matches.
 # A term's entries come from its words' hashes, or, when the smallest filter set is
@@ -564,7 +558,7 @@ if #out == 0 then return {'ok', total - dead, mode, freq, '[]'} end
 return {'ok', total - dead, mode, freq, cjson.encode(out)}
 """
 
-# Single-node mode only, building the word index for entries written before it existed:
+# Building the word index for entries written before it existed:
 # per id its hash and revision counter. ARGV: prefix, then the ids.
 INDEX_READ = r"""
 local out = {}
