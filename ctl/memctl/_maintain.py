@@ -3,11 +3,10 @@
 A run takes the project's maintenance lock, then runs its steps in order, each in its own
 process group with a time limit: compile of the captured sessions first, then the
 maintenance passes. The passes run in this process, each within the step time limit: those
-that need no LLM (`memory_bridge.core.run_passes`), those that ask the capture LLM
-(`run_llm_passes` with `_maintain_llm`'s judge; skipped without a provider), and entry
-compaction (`_compact`, last). A pass this memctl does not have yet is recorded as
-`unavailable` with one line saying so, never as a result. Every run that is not a dry run
-writes one redacted record (`memory_bridge.core.record_run`), which `memctl status` and the
+that need no LLM (`memory_bridge.core.run_passes`, `flag_similar`), those that ask the
+capture LLM (`run_llm_passes` with `_maintain_llm`'s judge; skipped without a provider),
+and entry compaction (`_compact`, last). Every run that is not a dry run writes one
+redacted record (`memory_bridge.core.record_run`), which `memctl status` and the
 `cron_health` tool read, and, beside it, every document's and entry's state before the run
 changed it (`undo/<run>.json`, not redacted: it is what `--undo` writes back).
 """
@@ -34,10 +33,12 @@ from memory_bridge import ConfigError, InvalidInput, NotFound, Settings, write_a
 from memory_bridge.core import (
     LLM_PASSES,
     NO_LLM_PASSES,
+    SIMILARITY_PASS,
     NearDuplicates,
     PassReport,
     RunRecord,
     StepRecord,
+    flag_similar,
     last_success_at,
     maintain_dir,
     record_run,
@@ -72,23 +73,24 @@ _DUE_FRACTION = 0.9  # a timer fires a little early or late: an hourly run 59 mi
 
 @dataclass(frozen=True)
 class Pass:
-    """A step of the job, in the order it runs; `available` False: not in this memctl yet."""
+    """A step of the job, in the order it runs."""
 
     name: str
     summary: str
-    available: bool
 
+
+_STORE_PASSES = (*NO_LLM_PASSES, SIMILARITY_PASS, *LLM_PASSES)  # run on one store, in PASSES' order
 
 PASSES: tuple[Pass, ...] = (
-    Pass("compile", "merge the atoms of captured sessions into knowledge and lessons", True),
-    Pass("dedupe-by-sha256", "archive documents whose body is identical to a newer one", True),
-    Pass("dedupe-by-lesson-key", "archive lessons with the same module, task and error pattern", True),
-    Pass("dedupe-by-similarity", "flag near-duplicate documents by embedding similarity", False),
-    Pass("llm-merge-near-duplicates", "let the capture LLM merge or keep near-duplicates", True),
-    Pass("staleness-flag", "flag lessons neither recalled nor created within the window", True),
-    Pass("llm-semantic-refresh", "let the capture LLM keep, rewrite or archive stale documents", True),
-    Pass("compress-archived", "truncate the bodies of long-archived documents", True),
-    Pass(_compact.NAME, "link entries that name each other: backlink blocks and stubs", True),
+    Pass("compile", "merge the atoms of captured sessions into knowledge and lessons"),
+    Pass("dedupe-by-sha256", "archive documents whose body is identical to a newer one"),
+    Pass("dedupe-by-lesson-key", "archive lessons with the same module, task and error pattern"),
+    Pass(SIMILARITY_PASS, "flag near-duplicate documents by embedding similarity"),
+    Pass("llm-merge-near-duplicates", "let the capture LLM merge or keep near-duplicates"),
+    Pass("staleness-flag", "flag lessons neither recalled nor created within the window"),
+    Pass("llm-semantic-refresh", "let the capture LLM keep, rewrite or archive stale documents"),
+    Pass("compress-archived", "truncate the bodies of long-archived documents"),
+    Pass(_compact.NAME, "link entries that name each other: backlink blocks and stubs"),
 )
 
 
@@ -219,12 +221,16 @@ async def _one_pass(
         "dry_run": dry_run,
         "changes": changes,
     }
-    if name in LLM_PASSES and judge is not None:
-        options = NearDuplicates(
-            settings.consolidate_similarity_threshold,
-            settings.consolidate_cluster_top_k,
-            settings.consolidate_refresh_max_per_run,
+    options = NearDuplicates(
+        settings.consolidate_similarity_threshold,
+        settings.consolidate_cluster_top_k,
+        settings.consolidate_refresh_max_per_run,
+    )
+    if name == SIMILARITY_PASS:
+        report = await flag_similar(
+            store, scope=settings.project_scope, policies=settings.consolidate_policies, options=options
         )
+    elif name in LLM_PASSES and judge is not None:
         (report,) = await run_llm_passes(store, [name], judge, options=options, **common)
     else:
         archive_age_days = settings.consolidate_archive_age_days
@@ -244,7 +250,7 @@ async def _store_passes(
     """The store passes, one after the other on the project's store; the documents changed
     are added to `changes` (their state before) as they change."""
     # the near-duplicate merge searches by vector: the store gets the model (loaded on first use)
-    embedder = make_embedder(settings) if set(names) & set(LLM_PASSES) else None
+    embedder = make_embedder(settings) if set(names) & {SIMILARITY_PASS, *LLM_PASSES} else None
     store = open_knowledge_store(settings, embedder)
     steps = []
     judge: LlmJudge | None = None
@@ -308,12 +314,12 @@ def run_maintenance(
     entry_changes: list[dict[str, Any]] = []
     actions: dict[str, list[dict[str, Any]]] = {}
     try:
-        store_passes = [p.name for p in passes if p.name in NO_LLM_PASSES + LLM_PASSES]
+        store_passes = [p.name for p in passes if p.name in _STORE_PASSES]
         for step in passes:
             if step.name == "compile":
                 done = _compile(settings, dry_run=dry_run, timeout=step_timeout, runner=runner or run_process)
                 run.steps.append(done)
-            elif step.name in NO_LLM_PASSES + LLM_PASSES:
+            elif step.name in _STORE_PASSES:
                 if step.name == store_passes[0]:
                     run.steps += anyio.run(
                         lambda: _store_passes(
@@ -337,9 +343,6 @@ def run_maintenance(
                     )
                 )
                 run.steps.append(done)
-            else:
-                detail = f"not available yet in this memctl (it will {step.summary})"
-                run.steps.append(StepRecord(step.name, "unavailable", detail=detail))
         run.finished_at = time.time()
         shown = json.loads(redact(json.dumps(actions)))
         if dry_run:

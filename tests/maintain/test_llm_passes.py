@@ -213,6 +213,23 @@ def test_near_duplicates_are_merged_by_the_llm_and_undone(
     assert snapshot(opener) == before
 
 
+def test_dedupe_by_similarity_lists_the_pairs_and_writes_nothing(project: Path, opener: Opener) -> None:
+    ids = seed(
+        opener, project, "knowledge", {"old.md": OLD, "new.md": NEW, "other.md": OTHER}, "pattern-gotcha"
+    )
+    before = snapshot(opener)
+
+    result, report = maintain(project, None, "--passes", "dedupe-by-similarity")  # no LLM needed
+
+    assert result.exit_code == 0, result.output
+    [step] = report["steps"]
+    assert (step["name"], step["outcome"], step["detail"]) == ("dedupe-by-similarity", "ok", "1 flagged")
+    [flagged] = report["actions"]["dedupe-by-similarity"]
+    assert (flagged["documentId"], flagged["keeper"]) == (ids["old.md"], ids["new.md"])
+    assert flagged["score"] >= 0.92
+    assert snapshot(opener) == before
+
+
 @pytest.mark.parametrize("opener", ["sqlite"], indirect=True)  # the judge is the same on every store
 @pytest.mark.parametrize(
     "answer",

@@ -26,6 +26,8 @@ _LAZY = {
     "NearDuplicates": "._llm_passes",
     "RefreshVerdict": "._llm_passes",
     "run_llm_passes": "._llm_passes",
+    "SIMILARITY_PASS": "._llm_passes",
+    "flag_similar": "._llm_passes",
     "PassReport": "._passes",
     "run_passes": "._passes",
     "undo_changes": "._passes",
@@ -99,10 +101,12 @@ if _typing.TYPE_CHECKING:
     from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, save_to_dataset, slugify
     from ._llm_passes import (
         LLM_PASSES,
+        SIMILARITY_PASS,
         Judge,
         MergeVerdict,
         NearDuplicates,
         RefreshVerdict,
+        flag_similar,
         run_llm_passes,
     )
     from ._migrate import MigrationStep, migrate, plan_migrations, user_version
@@ -127,6 +131,7 @@ __all__ = [
     "COMPACT_EXIT_CODES",
     "LLM_PASSES",
     "NO_LLM_PASSES",
+    "SIMILARITY_PASS",
     "Candidates",
     "CompactReport",
     "DocumentItem",
@@ -157,6 +162,7 @@ __all__ = [
     "cron_health",
     "error_signature",
     "find_item",
+    "flag_similar",
     "forget_item",
     "item_versions",
     "iter_items",

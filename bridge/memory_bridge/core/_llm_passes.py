@@ -3,6 +3,9 @@
 Local Dify MCP Memory's consolidate (its spec, section 11.2); the LLM is the caller's, behind
 the small `Judge` protocol (memctl asks its capture provider), so core knows no provider:
 
+- **dedupe-by-similarity** (no LLM): the near-duplicate pairs below, each listed as
+  `flagged` with its keeper and score; nothing is written (the seed flags them when its LLM
+  is off), so a person or llm-merge-near-duplicates decides.
 - **llm-merge-near-duplicates**: each enabled document's nearest neighbours of the same type
   (cosine >= `similarity_threshold`, at most `cluster_top_k`: from the stored vectors on
   the embedded store, else the store's dense search with its text) form pairs; the keeper
@@ -34,9 +37,19 @@ from ._consolidate import is_stale, refine_slots
 from ._passes import PassReport, _instant, _Run
 from ._redact import redact
 
-__all__ = ["LLM_PASSES", "Judge", "MergeVerdict", "NearDuplicates", "RefreshVerdict", "run_llm_passes"]
+__all__ = [
+    "LLM_PASSES",
+    "SIMILARITY_PASS",
+    "Judge",
+    "MergeVerdict",
+    "NearDuplicates",
+    "RefreshVerdict",
+    "flag_similar",
+    "run_llm_passes",
+]
 
 LLM_PASSES = ("llm-merge-near-duplicates", "llm-semantic-refresh")
+SIMILARITY_PASS = "dedupe-by-similarity"
 QUERY_CHARS = 1000  # of a document's text, the query that finds its neighbours
 CONTEXT_CHARS = 600  # of a neighbour's best passage, shown to the judge
 
@@ -140,6 +153,24 @@ async def _alike(
     return pairs
 
 
+async def _pairs(
+    store: KnowledgeStore, docs: list[Document], scope: str, options: NearDuplicates
+) -> list[tuple[float, Document, Document]]:
+    """(score, keeper, loser) of the enabled near-duplicates of one type, most alike first."""
+    active = {d.id: d for d in docs if d.enabled}
+    pairs: dict[frozenset[str], tuple[float, Document, Document]] = {}
+    for score, doc, other in await _alike(store, active, scope, options):
+        if doc.metadata.atom_type != other.metadata.atom_type or frozenset((doc.id, other.id)) in pairs:
+            continue
+        keeper, loser = sorted((doc, other), key=lambda d: (-d.created_at, d.id))
+        pairs[frozenset((doc.id, other.id))] = (score, keeper, loser)
+    return sorted(pairs.values(), key=lambda p: (-p[0], p[2].id))
+
+
+def _pair_action(score: float, keeper: Document, loser: Document) -> dict[str, Any]:
+    return {"documentId": loser.id, "name": loser.name, "keeper": keeper.id, "score": round(score, 4)}
+
+
 async def _merge(
     run: _Run,
     judge: Judge,
@@ -148,16 +179,9 @@ async def _merge(
     options: NearDuplicates,
     actions: list[dict[str, Any]],
 ) -> None:
-    active = {d.id: d for d in docs if d.enabled}
-    pairs: dict[frozenset[str], tuple[float, Document, Document]] = {}
-    for score, doc, other in await _alike(run.store, active, scope, options):
-        if doc.metadata.atom_type != other.metadata.atom_type or frozenset((doc.id, other.id)) in pairs:
-            continue
-        keeper, loser = sorted((doc, other), key=lambda d: (-d.created_at, d.id))
-        pairs[frozenset((doc.id, other.id))] = (score, keeper, loser)
     merged: set[str] = set()
-    for score, keeper, loser in sorted(pairs.values(), key=lambda p: (-p[0], p[2].id)):
-        action = {"documentId": loser.id, "name": loser.name, "keeper": keeper.id, "score": round(score, 4)}
+    for score, keeper, loser in await _pairs(run.store, docs, scope, options):
+        action = _pair_action(score, keeper, loser)
         if run.dry_run:
             actions.append({"action": "asked", **action})
             continue
@@ -250,3 +274,27 @@ async def run_llm_passes(
                 report.errors.append(f"{slot}: {exc}")
             report.actions += [{"slot": slot, **a} for a in actions]
     return reports
+
+
+async def flag_similar(
+    store: KnowledgeStore,
+    *,
+    scope: str,
+    policies: Mapping[str, str],
+    options: NearDuplicates,
+) -> PassReport:
+    """dedupe-by-similarity on every refine slot: its near-duplicate pairs, flagged (listed,
+    nothing written)."""
+    _, refine, refusals = await refine_slots(store, None, policies)
+    report = PassReport(SIMILARITY_PASS, errors=[r["message"] for r in refusals])
+    for slot in [] if refusals else refine:
+        try:
+            pairs = await _pairs(store, await project_documents(store, slot, scope), scope, options)
+        except _NoVectors as exc:
+            report.skipped.append(str(exc))
+            continue
+        except MemctlError as exc:
+            report.errors.append(f"{slot}: {exc}")
+            continue
+        report.actions += [{"slot": slot, "action": "flagged", **_pair_action(*pair)} for pair in pairs]
+    return report

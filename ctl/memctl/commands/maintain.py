@@ -81,10 +81,9 @@ def maintain(
     merged or kept by the capture LLM, stale lessons flagged, then kept, rewritten or
     archived by the LLM, long-archived documents truncated; then compact-entries links the
     entries that name each other (## Referenced by blocks, stub entries), within
-    --compact-budget. Without a capture provider the LLM passes are skipped with a line; a
-    pass this memctl does not have yet says so on its own line (unavailable). Neither
-    changes anything. --dry-run says what each pass would do (and what it would ask the
-    LLM, asking nothing).
+    --compact-budget. dedupe-by-similarity only lists near-duplicate pairs. Without a
+    capture provider the LLM passes are skipped with a line and change nothing. --dry-run
+    says what each pass would do (and what it would ask the LLM, asking nothing).
     Each document and entry a run changes is kept as it was, and --undo RUN writes it back.
     Only one run per project at a time: a second one stops at once, doing nothing.
     Each run (not --dry-run) writes one redacted record under .memory/maintain/, which
