@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from click.testing import CliRunner, Result
 
@@ -22,13 +21,11 @@ from memctl import _maintain
 from memctl.cli import cli
 from memory_bridge import load_settings
 from memory_bridge.core import maintain_dir, redact
-from memory_bridge.search import lazy_minilm
-from memory_bridge.stores import DocMetadata, KnowledgeStore, open_knowledge_store
-from memory_bridge.stores.dify._store import DifyKnowledgeStore
+from memory_bridge.stores import DocMetadata, KnowledgeStore
 
-from ..bridges import MODEL_CACHE, bridge_env
+from ..bridges import bridge_env
 from ..capture.fakes import FakeCli, install_fake
-from ..emulators.dify.app import create_app
+from .stores import KINDS, Opener, knowledge_opener
 
 YEAR = 365 * 86_400.0
 SECRET = "ghp_" + "A1b2" * 9
@@ -62,25 +59,12 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-Opener = Callable[[], KnowledgeStore]
-
-
-@pytest.fixture(params=["sqlite", "dify-emulator"])
-def opener(request: pytest.FixtureRequest, project: Path, monkeypatch: pytest.MonkeyPatch) -> Opener:
-    """How the test and the job open the project's knowledge store (the Dify emulator
-    replaces the embedded store the project's settings name)."""
-    if request.param == "sqlite":
-        settings = load_settings(project=project)
-        return lambda: open_knowledge_store(settings)
-    app = create_app(embedder=lazy_minilm(2, int8_cache=MODEL_CACHE), version="1.14.0")
-    key = app.state.dify.add_api_key()
-
-    def open_() -> KnowledgeStore:
-        transport = httpx.ASGITransport(app=app)
-        return DifyKnowledgeStore("http://dify.test/v1", key, default_slots=SLOTS, transport=transport)
-
-    monkeypatch.setattr(_maintain, "open_knowledge_store", lambda _settings, _embedder=None: open_())
-    return open_
+@pytest.fixture(params=KINDS[:2])  # the real Dify's datasets are economy: no vectors to merge by
+def opener(
+    request: pytest.FixtureRequest, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Opener]:
+    with knowledge_opener(request, monkeypatch, load_settings(project=project), SLOTS) as open_:
+        yield open_
 
 
 @pytest.fixture
@@ -264,8 +248,9 @@ def test_a_kept_pair_or_an_invalid_answer_changes_nothing(
     assert not (maintain_dir(project) / "undo").exists()
 
 
+@pytest.mark.parametrize("opener", KINDS, indirect=True)  # refresh needs no vectors: the real Dify too
 def test_stale_lessons_are_rewritten_archived_or_kept_and_undone(
-    project: Path, opener: Opener, claude: FakeCli, a_year_later: None
+    request: pytest.FixtureRequest, project: Path, opener: Opener, claude: FakeCli, a_year_later: None
 ) -> None:
     ids = seed(opener, project, "self_improvement", LESSONS, "feedback-rule")
     before = snapshot(opener)
@@ -302,6 +287,8 @@ def test_stale_lessons_are_rewritten_archived_or_kept_and_undone(
     again, flagged = maintain(project, claude, "--passes", "staleness-flag")
     assert again.exit_code == 0 and flagged["steps"][0]["detail"] == "nothing to do"
 
+    if request.node.callspec.params["opener"] == "real-dify":
+        return  # undo enables the lesson just archived: Dify 1.14.2's status race (see test_passes.py)
     undone, restored = maintain(project, None, "--undo", report["run_id"])
     assert undone.exit_code == 0 and restored["restored"] == 4
     assert snapshot(opener) == before

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from click.testing import CliRunner, Result
 
@@ -22,21 +21,16 @@ from memctl import _maintain
 from memctl.cli import cli
 from memory_bridge import load_settings
 from memory_bridge.core import maintain_dir
-from memory_bridge.search import lazy_minilm
-from memory_bridge.stores import DocMetadata, KnowledgeStore, open_knowledge_store
-from memory_bridge.stores.dify._store import DifyKnowledgeStore
+from memory_bridge.stores import DocMetadata, KnowledgeStore
 
-from ..bridges import MODEL_CACHE, bridge_env
-from ..emulators.dify.app import create_app
-from ..real_dify import RealDify, delete_datasets, unique_prefix
+from ..bridges import bridge_env
+from .stores import KINDS, Opener, knowledge_opener
 
 YEAR = 365 * 86_400.0
 SLOTS = ["knowledge", "self_improvement", "plans"]
 PASSES = "dedupe-by-lesson-key,staleness-flag,compress-archived"
 KEY = {"project_module": "db", "task_type": "debugging", "error_pattern": "missing-migration"}
 LONG = "The old deploy checklist, step by step. " * 80  # 3,200 characters
-
-Opener = Callable[[], KnowledgeStore]
 
 
 @pytest.fixture
@@ -46,46 +40,12 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture(params=["sqlite", "dify-emulator", pytest.param("real-dify", marks=pytest.mark.real_dify)])
+@pytest.fixture(params=KINDS)
 def opener(
     request: pytest.FixtureRequest, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Opener]:
-    """How the test and the job open the project's knowledge store (a Dify one replaces the
-    embedded store the project's settings name)."""
-    settings = load_settings(project=project, slots=SLOTS)
-    prefix = unique_prefix()
-    target: RealDify | None = None
-    if request.param == "sqlite":
-        yield lambda: open_knowledge_store(settings)
-        return
-    if request.param == "dify-emulator":
-        app = create_app(embedder=lazy_minilm(2, int8_cache=MODEL_CACHE), version="1.14.0")
-        key = app.state.dify.add_api_key()
-
-        def open_() -> KnowledgeStore:
-            transport = httpx.ASGITransport(app=app)
-            return DifyKnowledgeStore("http://dify.test/v1", key, default_slots=SLOTS, transport=transport)
-
-    else:
-        target = request.getfixturevalue("real_dify")
-
-        def open_() -> KnowledgeStore:
-            assert target is not None
-            return DifyKnowledgeStore(
-                f"{target.url}/v1",
-                target.api_key,
-                default_slots=SLOTS,
-                dataset_prefix=prefix,
-                technique="economy",
-                wait_indexed=True,
-            )
-
-    monkeypatch.setattr(_maintain, "open_knowledge_store", lambda _settings, _embedder=None: open_())
-    try:
+    with knowledge_opener(request, monkeypatch, load_settings(project=project, slots=SLOTS), SLOTS) as open_:
         yield open_
-    finally:
-        if target is not None:
-            delete_datasets(target, prefix)
 
 
 @pytest.fixture
