@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -22,6 +24,7 @@ from ..real_dify import RealDify, delete_datasets, unique_prefix
 
 Opener = Callable[[], KnowledgeStore]
 
+YEAR = 365 * 86_400.0
 KINDS = ["sqlite", "dify-emulator", pytest.param("real-dify", marks=pytest.mark.real_dify)]
 
 
@@ -64,3 +67,18 @@ def knowledge_opener(
     finally:
         if target is not None:
             delete_datasets(target, prefix)
+
+
+def with_store(opener: Opener, slots: list[str], work: Callable[[KnowledgeStore], Any]) -> Any:
+    """`await work(store)` on a freshly opened store with `slots` created, then closed."""
+
+    async def run() -> Any:
+        store = opener()
+        try:
+            for slot in slots:
+                await store.create_slot(slot)
+            return await work(store)
+        finally:
+            await store.close()
+
+    return anyio.run(run)

@@ -8,7 +8,6 @@ passes with a line, --dry-run asks nothing.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ import anyio
 import pytest
 from click.testing import CliRunner, Result
 
-from memctl import _maintain
 from memctl.cli import cli
 from memory_bridge import load_settings
 from memory_bridge.core import maintain_dir, redact
@@ -25,9 +23,8 @@ from memory_bridge.stores import DocMetadata, KnowledgeStore
 
 from ..bridges import bridge_env
 from ..capture.fakes import FakeCli, install_fake
-from .stores import KINDS, Opener, knowledge_opener
+from .stores import KINDS, Opener, knowledge_opener, with_store
 
-YEAR = 365 * 86_400.0
 SECRET = "ghp_" + "A1b2" * 9
 SLOTS = ["knowledge", "self_improvement"]
 MERGE = "llm-merge-near-duplicates"
@@ -72,31 +69,6 @@ def claude(tmp_path: Path) -> FakeCli:
     return install_fake(tmp_path / "bin", "claude")
 
 
-@pytest.fixture
-def a_year_later(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Clock:
-        monotonic = staticmethod(time.monotonic)
-
-        @staticmethod
-        def time() -> float:
-            return time.time() + YEAR
-
-    monkeypatch.setattr(_maintain, "time", Clock)
-
-
-def _with(opener: Opener, work: Any) -> Any:
-    async def run() -> Any:
-        store = opener()
-        try:
-            for slot in SLOTS:
-                await store.create_slot(slot)
-            return await work(store)
-        finally:
-            await store.close()
-
-    return anyio.run(run)
-
-
 def seed(opener: Opener, project: Path, slot: str, docs: dict[str, str], atom_type: str) -> dict[str, str]:
     """Save `docs` (name -> text) one second apart (the later is the newer); name -> id."""
 
@@ -108,7 +80,7 @@ def seed(opener: Opener, project: Path, slot: str, docs: dict[str, str], atom_ty
             await anyio.sleep(1.1)
         return ids
 
-    result: dict[str, str] = _with(opener, work)
+    result: dict[str, str] = with_store(opener, SLOTS, work)
     return result
 
 
@@ -122,7 +94,7 @@ def snapshot(opener: Opener) -> dict[str, tuple[Any, ...]]:
             docs.update({d.id: (d.name, d.text, d.metadata, d.origin, d.enabled, d.marks) for d in page})
         return docs
 
-    result: dict[str, tuple[Any, ...]] = _with(opener, work)
+    result: dict[str, tuple[Any, ...]] = with_store(opener, SLOTS, work)
     return result
 
 

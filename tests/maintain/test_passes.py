@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +17,14 @@ import anyio
 import pytest
 from click.testing import CliRunner, Result
 
-from memctl import _maintain
 from memctl.cli import cli
 from memory_bridge import load_settings
 from memory_bridge.core import maintain_dir
 from memory_bridge.stores import DocMetadata, KnowledgeStore
 
 from ..bridges import bridge_env
-from .stores import KINDS, Opener, knowledge_opener
+from .stores import KINDS, YEAR, Opener, knowledge_opener, with_store
 
-YEAR = 365 * 86_400.0
 SLOTS = ["knowledge", "self_improvement", "plans"]
 PASSES = "dedupe-by-lesson-key,staleness-flag,compress-archived"
 KEY = {"project_module": "db", "task_type": "debugging", "error_pattern": "missing-migration"}
@@ -46,28 +44,6 @@ def opener(
 ) -> Iterator[Opener]:
     with knowledge_opener(request, monkeypatch, load_settings(project=project, slots=SLOTS), SLOTS) as open_:
         yield open_
-
-
-@pytest.fixture
-def a_year_later(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Clock:
-        monotonic = staticmethod(time.monotonic)
-
-        @staticmethod
-        def time() -> float:
-            return time.time() + YEAR
-
-    monkeypatch.setattr(_maintain, "time", Clock)
-
-
-async def _with(opener: Opener, work: Callable[[KnowledgeStore], Any]) -> Any:
-    store = opener()
-    try:
-        for slot in SLOTS:
-            await store.create_slot(slot)
-        return await work(store)
-    finally:
-        await store.close()
 
 
 def seed(opener: Opener, scope: str) -> dict[str, str]:
@@ -96,7 +72,7 @@ def seed(opener: Opener, scope: str) -> dict[str, str]:
             assert await store.set_enabled(slot, doc, False)
         return ids
 
-    result: dict[str, str] = anyio.run(_with, opener, work)
+    result: dict[str, str] = with_store(opener, SLOTS, work)
     return result
 
 
@@ -111,7 +87,7 @@ def snapshot(opener: Opener) -> dict[tuple[str, str], tuple[Any, ...]]:
                 docs[slot, d.id] = (d.name, d.text, d.metadata, d.origin, d.enabled, d.marks)
         return docs
 
-    result: dict[tuple[str, str], tuple[Any, ...]] = anyio.run(_with, opener, work)
+    result: dict[tuple[str, str], tuple[Any, ...]] = with_store(opener, SLOTS, work)
     return result
 
 
@@ -220,7 +196,7 @@ def test_identical_bodies_keep_the_newest_and_the_lesson_merge_sees_only_it(
             await anyio.sleep(1.1)
         return ids
 
-    older, newer = anyio.run(_with, opener, work)
+    older, newer = with_store(opener, SLOTS, work)
     before = snapshot(opener)
 
     result, report = maintain(project, "--passes", "dedupe-by-sha256,dedupe-by-lesson-key")
@@ -246,7 +222,7 @@ def test_a_flagged_document_recalled_since_loses_the_flag(
             await store.upsert("knowledge", "cause.md", "The tenant was missing.", meta, origin="t")
         ).document_id
 
-    doc = anyio.run(_with, opener, save)
+    doc = with_store(opener, SLOTS, save)
     result, report = maintain(project, "--passes", "staleness-flag")
     assert result.exit_code == 0 and report["steps"][0]["detail"] == "1 flagged"
     assert snapshot(opener)["knowledge", doc][5] == {"stale": "true"}
@@ -254,7 +230,7 @@ def test_a_flagged_document_recalled_since_loses_the_flag(
     async def recall(store: KnowledgeStore) -> int:
         return await store.stamp_recalls("knowledge", [doc], now=time.time() + YEAR, window=0)
 
-    assert anyio.run(_with, opener, recall) == 1
+    assert with_store(opener, SLOTS, recall) == 1
     result, report = maintain(project, "--passes", "staleness-flag")
     assert result.exit_code == 0 and report["steps"][0]["detail"] == "1 unflagged"
     assert snapshot(opener)["knowledge", doc][5] == {}
