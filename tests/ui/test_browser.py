@@ -6,7 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -45,7 +47,21 @@ def follow(browser: Browser, css: str, by: str = By.CSS_SELECTOR) -> None:
     returns before the next page loads, so the old page's elements would still be found."""
     page = browser.driver.find_element(By.TAG_NAME, "html")
     browser.driver.find_element(by, css).click()
-    WebDriverWait(browser.driver, WAIT).until(expected_conditions.staleness_of(page))
+    WebDriverWait(browser.driver, WAIT).until(lambda _: gone(page))
+
+
+def gone(element: WebElement) -> bool:
+    """Whether `element`'s page has been replaced. chromedriver says so with a stale
+    reference, or, caught mid-navigation, with an inspector error about the node."""
+    try:
+        element.tag_name  # noqa: B018 - asks the browser about the node
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc.msg):
+            return True
+        raise
+    return False
 
 
 def only_local(browser: Browser, server: Server) -> None:
