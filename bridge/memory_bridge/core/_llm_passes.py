@@ -32,9 +32,8 @@ from typing import Any, Literal, Protocol
 
 from .._errors import MemctlError
 from ..stores._knowledge import Document, KnowledgeFilter, KnowledgeStore, SimilarDocuments
-from ._audit import project_documents
 from ._consolidate import is_stale, refine_slots
-from ._passes import PassReport, _instant, _Run
+from ._passes import Actions, PassReport, SlotSkipped, _instant, _Run, each_refine_slot
 from ._redact import redact
 
 __all__ = [
@@ -54,7 +53,7 @@ QUERY_CHARS = 1000  # of a document's text, the query that finds its neighbours
 CONTEXT_CHARS = 600  # of a neighbour's best passage, shown to the judge
 
 
-class _NoVectors(Exception):
+class _NoVectors(SlotSkipped):
     """The store searches this slot by keywords only: no similarity to find near-duplicates by."""
 
 
@@ -255,24 +254,16 @@ async def run_llm_passes(
     run = _Run(store, dry_run, time.time() if now is None else now, changes)
     reports = []
     for name in [p for p in LLM_PASSES if p in passes]:
-        report = PassReport(name)
-        reports.append(report)
-        if refusals:
-            report.errors += [r["message"] for r in refusals]
-            continue
-        for slot in refine:
-            actions: list[dict[str, Any]] = []
-            try:
-                docs = await project_documents(store, slot, scope)
-                if name == "llm-merge-near-duplicates":
-                    await _merge(run, judge, scope, docs, options, actions)
-                else:
-                    await _refresh(run, judge, scope, docs, options, stale_after_months, actions)
-            except _NoVectors as exc:
-                report.skipped.append(str(exc))
-            except MemctlError as exc:  # a store or the LLM failed: the slot stops there
-                report.errors.append(f"{slot}: {exc}")
-            report.actions += [{"slot": slot, **a} for a in actions]
+
+        async def work(slot: str, docs: list[Document], actions: Actions, name: str = name) -> None:
+            if name == "llm-merge-near-duplicates":
+                await _merge(run, judge, scope, docs, options, actions)
+            else:
+                await _refresh(run, judge, scope, docs, options, stale_after_months, actions)
+
+        reports.append(report := PassReport(name))
+        # a store or the LLM failed: the slot stops there
+        await each_refine_slot(store, (refine, refusals), report, scope, work, failures=(MemctlError,))
     return reports
 
 
@@ -285,16 +276,12 @@ async def flag_similar(
 ) -> PassReport:
     """dedupe-by-similarity on every refine slot: its near-duplicate pairs, flagged (listed,
     nothing written)."""
+    report = PassReport(SIMILARITY_PASS)
+
+    async def work(slot: str, docs: list[Document], actions: Actions) -> None:
+        pairs = await _pairs(store, docs, scope, options)
+        actions += [{"action": "flagged", **_pair_action(*pair)} for pair in pairs]
+
     _, refine, refusals = await refine_slots(store, None, policies)
-    report = PassReport(SIMILARITY_PASS, errors=[r["message"] for r in refusals])
-    for slot in [] if refusals else refine:
-        try:
-            pairs = await _pairs(store, await project_documents(store, slot, scope), scope, options)
-        except _NoVectors as exc:
-            report.skipped.append(str(exc))
-            continue
-        except MemctlError as exc:
-            report.errors.append(f"{slot}: {exc}")
-            continue
-        report.actions += [{"slot": slot, "action": "flagged", **_pair_action(*pair)} for pair in pairs]
+    await each_refine_slot(store, (refine, refusals), report, scope, work, failures=(MemctlError,))
     return report

@@ -23,7 +23,7 @@ and reports the same actions.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,41 @@ class PassReport:
         errors = len(self.errors)
         done += f"; {errors} error{'s' if errors != 1 else ''}" if errors else ""
         return done + "".join(f"; skipped {reason}" for reason in self.skipped)
+
+
+class SlotSkipped(Exception):
+    """A slot a pass cannot work on; the message says why (a skip, not an error)."""
+
+
+Actions = list[dict[str, Any]]  # what a pass did to a slot's documents, one per document
+SlotWork = Callable[[str, list[Document], Actions], Awaitable[None]]
+
+
+async def each_refine_slot(
+    store: KnowledgeStore,
+    slots: tuple[Sequence[str], Sequence[Mapping[str, Any]]],
+    report: PassReport,
+    scope: str,
+    work: SlotWork,
+    *,
+    failures: tuple[type[Exception], ...] = (StoreError,),
+) -> None:
+    """Run `work` on each refine slot's project documents; the actions it appends (even
+    when it fails part-way) go into `report`, tagged with the slot. `slots` is what
+    `refine_slots` answered (slots, refusals): policy refusals are the report's errors and
+    no slot runs. A SlotSkipped is a skip; an exception of `failures` is an error of its
+    slot, and the other slots still run."""
+    refine, refusals = slots
+    report.errors += [str(r["message"]) for r in refusals]
+    for slot in [] if refusals else refine:
+        actions: Actions = []
+        try:
+            await work(slot, await project_documents(store, slot, scope), actions)
+        except SlotSkipped as exc:
+            report.skipped.append(str(exc))
+        except failures as exc:
+            report.errors.append(f"{slot}: {exc}")
+        report.actions += [{"slot": slot, **a} for a in actions]
 
 
 def _before(doc: Document) -> dict[str, Any]:
@@ -177,26 +212,19 @@ async def run_passes(
     run = _Run(store, dry_run, now, changes)
     reports = []
     for name in [p for p in NO_LLM_PASSES if p in passes]:
-        report = PassReport(name)
-        reports.append(report)
-        if refusals:
-            report.errors += [r["message"] for r in refusals]
-            continue
-        for slot in refine:
-            try:
-                docs = await project_documents(store, slot, scope)
-                actions = await _pass(
-                    run,
-                    name,
-                    docs,
-                    stale_after_months=stale_after_months,
-                    archive_age_days=archive_age_days,
-                    archive_body_max=archive_body_max,
-                )
-            except StoreError as exc:  # one slot's failure is reported, the others run
-                report.errors.append(f"{slot}: {exc}")
-                continue
-            report.actions += [{"slot": slot, **a} for a in actions]
+
+        async def work(slot: str, docs: list[Document], actions: Actions, name: str = name) -> None:
+            actions += await _pass(
+                run,
+                name,
+                docs,
+                stale_after_months=stale_after_months,
+                archive_age_days=archive_age_days,
+                archive_body_max=archive_body_max,
+            )
+
+        reports.append(report := PassReport(name))
+        await each_refine_slot(store, (refine, refusals), report, scope, work)
     return reports
 
 
