@@ -5,9 +5,10 @@ The same format serves `memctl edit` (one file in $EDITOR) and `memctl export/im
 document id, name), what a person may change (title, type, tags, ... for an entry; enabled
 and the metadata fields for a document), the base a save is checked against (`revision` for
 an entry, `digest` for both: the content as written out), and read-only facts (created,
-updated, hits). Strings that span lines are written quoted, so no front-matter line is ever
-`---`; the text after the closing `---` is kept byte for byte (one final newline is added
-on writing and taken off on reading, so editors that add one change nothing).
+updated, hits; a document's recall stamps and maintenance marks). Strings that span lines
+are written quoted, so no front-matter line is ever `---`; the text after the closing `---`
+is kept byte for byte (one final newline is added on writing and taken off on reading, so
+editors that add one change nothing).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ __all__ = [
 _FENCE = "---\n"
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 _IDENTITY = {"entry": ("id",), "document": ("slot", "document_id", "name")}
+_ENTRY_FACTS = ("created", "updated", "hits", "ttl")
+_DOCUMENT_FACTS = ("created_at", "updated_at", "origin", "last_recalled_at", "recall_count", "marks")
 
 
 def read_text(path: Path) -> str:
@@ -137,9 +140,7 @@ def parse_item(text: str, where: str) -> ItemFile:
     revision = front.pop("revision", None) if kind == "entry" else None
     if kind == "entry" and (not isinstance(revision, int) or isinstance(revision, bool)):
         raise InvalidInput(where, "front matter needs revision (an integer, as exported)")
-    facts_keys = (
-        ("created", "updated", "hits", "ttl") if kind == "entry" else ("created_at", "updated_at", "origin")
-    )
+    facts_keys = _ENTRY_FACTS if kind == "entry" else _DOCUMENT_FACTS
     facts = {k: front.pop(k) for k in facts_keys if k in front}
     content = {**front, "text": body.removesuffix("\n")}
     return ItemFile(kind, identity, digest, revision, content, facts)

@@ -280,3 +280,39 @@ def test_malformed_files_are_invalid_input(text: str) -> None:
 
     with pytest.raises(InvalidInput):
         parse_item(text, "f.md")
+
+
+def test_a_documents_recall_stamps_and_marks_are_shown_and_kept_through_an_edit(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    seed(project, entries=0, docs=2)  # knowledge/doc-0.md and another
+    settings = load_settings(project=project)
+
+    async def upkeep() -> None:
+        store = open_knowledge_store(settings)
+        try:
+            doc = await store.find("knowledge", "doc-0.md")
+            assert doc is not None
+            await store.stamp_recalls("knowledge", [doc.id], now=1_790_000_000.0, window=0)
+            await store.set_marks("knowledge", doc.id, {"stale": "true"})
+        finally:
+            await store.close()
+
+    anyio.run(upkeep)
+    out = tmp_path / "out"
+    assert memctl("export", "--markdown", str(out), "--project", str(project)).code == 0
+    path = next(p for name, p in files(out).items() if name.endswith("doc-0.md"))
+    item = parse_item(read_text(path), str(path))
+    assert item.facts["recall_count"] == 1 and item.facts["last_recalled_at"] == 1_790_000_000.0
+    assert item.facts["marks"] == {"stale": "true"}
+
+    # the facts are read-only: changing one in the file changes nothing
+    edit(path, "recall_count", "7")
+    imported = ("import", "--markdown", str(out), "--project", str(project), "--json")
+    assert memctl(*imported).json["unchanged"] == 2
+    # an edit of the text keeps the recall stamps and the marks
+    write_text(path, read_text(path).rstrip("\n") + " Amended.\n")
+    assert memctl(*imported).json["updated"] == 1
+    after = parse_item(read_text(path), str(path))
+    assert after.content["text"].endswith("Amended.")
+    shown = memctl("show", f"doc:{item.identity['document_id']}", "--project", str(project), "--json").json
+    assert (shown["recall_count"], shown["marks"]) == (1, {"stale": "true"})

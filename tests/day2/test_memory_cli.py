@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import Dify, configure, memctl
-from .stores import documents, entry_records, seed_documents, seed_entries, stamp_recall
+from .stores import documents, entry_records, seed_documents, seed_entries, set_marks, stamp_recall
 
 LESSON = {"atom_type": "self-improvement-lesson", "project_module": "api", "task_type": "bugfix"}
 LORE = {"atom_type": "project-lore"}
@@ -132,6 +132,18 @@ def test_show_a_document_by_name_id_or_slot_path(project: Path) -> None:
     assert run(project, "show", "knowledge/deploy.md", "--json").json["name"] == "deploy.md"
     text = run(project, "show", "deploy.md")
     assert "blue/green" in text.stdout and "project-lore" in text.stdout
+
+
+def test_show_a_document_says_when_it_was_recalled_and_how_maintenance_marked_it(project: Path) -> None:
+    fresh = run(project, "show", "deploy.md", "--json").json
+    assert (fresh["recall_count"], fresh["last_recalled_at"], fresh["marks"]) == (0, None, {})
+    stamp_recall(project, "knowledge", "deploy.md", 1_790_000_000.0)
+    set_marks(project, "knowledge", "deploy.md", {"stale": "true"})
+    shown = run(project, "show", "deploy.md", "--json").json
+    assert shown["recall_count"] == 1 and shown["last_recalled_at"].startswith("2026-09-21")
+    assert shown["marks"] == {"stale": "true"}
+    table = run(project, "show", "deploy.md").stdout
+    assert "stale=true" in table and "recall_count" in table
 
 
 def test_show_errors(project: Path) -> None:

@@ -21,7 +21,7 @@ from memory_bridge import load_settings
 
 from ..bridges import free_port
 from ..day2.conftest import memctl
-from ..day2.stores import documents, entry_records
+from ..day2.stores import documents, entry_records, set_marks, stamp_recall
 from .browser import memctl_ui
 from .conftest import HOSTILE, write_entry
 
@@ -268,6 +268,16 @@ def test_a_roll_back_never_overwrites_a_newer_write(client: TestClient, project:
     answer = client.post("/rollback", data=rollback_form(page, 1), headers={"origin": ORIGIN})
     assert answer.status_code == 409 and "Nothing was written" in answer.text
     assert entry_records(project)["release/process"]["entry"]["body"] == "An agent's newer text."
+
+
+def test_a_document_page_shows_its_recalls_and_maintenance_marks(client: TestClient, project: Path) -> None:
+    target = doc_id(project, "deploy.md")
+    assert "0 time(s)" in client.get(f"/document/{target}").text
+    stamp_recall(project, "knowledge", "deploy.md", 1_790_000_000.0)
+    set_marks(project, "knowledge", "deploy.md", {"superseded_by": "deploy-v2.md"})
+    page = client.get(f"/document/{target}").text
+    assert re.search(r'id="recalled">1 time\(s\), last 2026-09-21', page)
+    assert "superseded_by" in page and "deploy-v2.md" in page
 
 
 def test_enable_and_delete_a_document(client: TestClient, project: Path) -> None:

@@ -131,6 +131,9 @@ class DocumentItem:
             "created_at": d.created_at,
             "updated_at": d.updated_at,
             "origin": d.origin,
+            "last_recalled_at": d.last_recalled_at,
+            "recall_count": d.recall_count,
+            "marks": dict(d.marks),
         }
 
 

@@ -63,6 +63,7 @@ def _item_json(item: Item) -> dict[str, Any]:
     if "created_at" in info:
         info["created_at"] = _when(info["created_at"])
         info["updated_at"] = _when(info["updated_at"])
+        info["last_recalled_at"] = info["last_recalled_at"] and _when(info["last_recalled_at"])
     return {"ref": item.ref, **info, "digest": content_digest(item.content()), "content": item.content()}
 
 
@@ -174,7 +175,10 @@ def show(ref: str, history_limit: int, project: Path | None, as_json: bool) -> N
     details = {**{k: v for k, v in payload.items() if k not in ("content", "history", "ref")}}
     details.update({k: v for k, v in payload["content"].items() if k != "text"})
     for key, value in details.items():
-        shown = ", ".join(value) if isinstance(value, list) else "" if value is None else str(value)
+        if isinstance(value, dict):
+            shown = ", ".join(f"{k}={v}" for k, v in value.items())
+        else:
+            shown = ", ".join(value) if isinstance(value, list) else "" if value is None else str(value)
         table.add_row(key, Text(shown))
     console.print(table)
     console.print(Text(payload["content"]["text"]))
