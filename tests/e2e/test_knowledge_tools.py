@@ -19,6 +19,7 @@ from memory_bridge import StoreFailed, build_server, load_settings, open_state
 from memory_bridge.stores import DocMetadata
 from memory_bridge.tools._state import AppState
 
+from .. import hop_corpus
 from ..bridges import stdio_params
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -504,3 +505,19 @@ async def test_search_ranks_a_recalled_document_first_and_a_superseded_lesson_la
     settings = state.settings.model_copy(update={"search_superseded_penalty": 0.0})
     async with Client(build_server(replace(state, settings=settings))) as plain:
         assert await names_found(plain, query, "self_improvement") == ["lesson-old.md", "lesson-new.md"]
+
+
+@pytest.mark.parametrize("hop", [True, False])
+async def test_search_memory_takes_a_second_hop_to_the_other_turn(tmp_path: Path, hop: bool) -> None:
+    settings = load_settings(project=tmp_path / "chat", search_second_hop=hop)
+    (tmp_path / "chat").mkdir()
+    async with open_state(settings) as state, Client(build_server(state)) as client:
+        for name, text in hop_corpus.turns().items():
+            await state.knowledge.upsert("knowledge", name, text, DocMetadata(scope="chat"), origin="test")
+        found = payload(await client.call_tool("search_memory", {"query": hop_corpus.QUESTION}))
+    names = [r["documentName"] for r in found["records"]]
+    assert names[0] == hop_corpus.FIRST
+    if hop:
+        assert hop_corpus.SECOND in names[1:3]
+    else:
+        assert hop_corpus.SECOND not in names[:5]

@@ -89,6 +89,11 @@ class VectorIndex:
         wanted = np.fromiter(documents, dtype=np.int64, count=len(documents))
         return np.isin(self._documents[: self._size], wanted)
 
+    def vector_of(self, passage: int) -> Vector | None:
+        """A passage's unit vector, or None if it has none."""
+        rows = np.flatnonzero((self._passages[: self._size] == passage) & self._alive[: self._size])
+        return self._columns[:, rows[0]].copy() if rows.size else None
+
     def best_per_document(
         self,
         query: Vector,
