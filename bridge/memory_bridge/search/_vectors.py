@@ -94,6 +94,22 @@ class VectorIndex:
         rows = np.flatnonzero((self._passages[: self._size] == passage) & self._alive[: self._size])
         return self._columns[:, rows[0]].copy() if rows.size else None
 
+    def best_among(self, queries: Vector, documents: set[int]) -> dict[int, list[tuple[float, int]]]:
+        """document rowid -> per query row (best cosine, its passage id), over the passages
+        of `documents` only: they are gathered first, which pays for a few thousand rows."""
+        size = self._size
+        wanted = np.fromiter(documents, dtype=np.int64, count=len(documents))
+        rows = np.flatnonzero(self._alive[:size] & np.isin(self._documents[:size], wanted))
+        scores = np.atleast_2d(queries) @ self._columns[:, rows]
+        best: dict[int, list[tuple[float, int]]] = {}
+        for column, row in enumerate(rows):
+            document, passage = int(self._documents[row]), int(self._passages[row])
+            current = best.setdefault(document, [(-2.0, passage)] * scores.shape[0])
+            for q in range(scores.shape[0]):
+                if scores[q, column] > current[q][0]:
+                    current[q] = (float(scores[q, column]), passage)
+        return best
+
     def best_per_document(
         self,
         query: Vector,

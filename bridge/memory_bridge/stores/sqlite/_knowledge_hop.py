@@ -151,14 +151,14 @@ def plan_hop(
 def score_hops(plan: HopPlan, index: VectorIndex, residual: np.ndarray) -> list[tuple[int, int]]:
     """(document, passage) of the bridge's documents, best first, near copies of the best
     hit left out."""
-    rows = index.rows_of(set(plan.documents))
-    dense = index.best_per_document(residual, rows=rows)
+    import numpy as np
+
     top = index.vector_of(plan.top_passage)
-    copies = index.best_per_document(top, rows=rows) if top is not None else {}
+    queries = np.vstack([residual, top]) if top is not None else residual[None, :]
     scored = [
         (cosine + LEXICAL_WEIGHT * plan.lexical.get(document, 0.0), document, passage)
-        for document, (cosine, passage) in dense.items()
-        if copies.get(document, (0.0, 0))[0] <= NEAR_COPY
+        for document, [(cosine, passage), *copy] in index.best_among(queries, set(plan.documents)).items()
+        if not copy or copy[0][0] <= NEAR_COPY
     ]
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [(document, passage) for _, document, passage in scored[: len(POSITIONS)]]
