@@ -17,7 +17,8 @@ word with the question. The first round finds the first; the second hop reaches 
    hit above them, so nothing else moves more than a few places.
 
 It runs only when the best hit leads the second by `MIN_LEAD` (a confident first hop) and
-the question has residual words. Measured in bench/README.md ("A second hop").
+the question (at most `MAX_QUESTION_WORDS` distinct words) has residual words. Measured in
+bench/README.md ("A second hop for two-part questions").
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ MIN_LEAD = 0.02  # the best hit's fused score over the second's
 LEXICAL_WEIGHT = 0.15
 NEAR_COPY = 0.8  # cosine to the best hit above which a document is its near copy
 CANDIDATE_PASSAGES = 2_000  # passages naming a bridge word that are considered
+MAX_QUESTION_WORDS = 64  # distinct words; a longer query is no question (and would cost a lookup each)
 CALENDAR = frozenset(
     (
         "january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -107,6 +109,8 @@ def plan_hop(
     _, top_document, top_passage = fused[0]
     tokens = _WORD.findall(query)
     question = {t.lower() for t in tokens}
+    if len(question) > MAX_QUESTION_WORDS:
+        return None
     covered = {w: _matches(conn, w, top_passage, prefix_min) for w in question}
     rest = [t for t in tokens if not covered[t.lower()]]
     uncovered = list(dict.fromkeys(t.lower() for t in rest if t.lower() not in STOPWORDS))

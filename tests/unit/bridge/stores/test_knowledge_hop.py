@@ -54,6 +54,11 @@ async def test_a_question_the_best_hit_answers_whole_is_unchanged(store: SqliteK
     assert await names(store, COVERED, hop=True) == await names(store, COVERED, hop=False)
 
 
+async def test_a_pasted_text_of_many_words_takes_no_hop(store: SqliteKnowledgeStore) -> None:
+    pasted = QUESTION + " " + " ".join(f"word{i}" for i in range(70))
+    assert await names(store, pasted, hop=True) == await names(store, pasted, hop=False)
+
+
 async def test_keyword_search_takes_no_second_hop(store: SqliteKnowledgeStore) -> None:
     page = await store.search(
         ["knowledge"], QUESTION, KnowledgeFilter(), top_k=10, score_threshold=None, mode="keyword"
