@@ -101,13 +101,16 @@ class VectorIndex:
         wanted = np.fromiter(documents, dtype=np.int64, count=len(documents))
         rows = np.flatnonzero(self._alive[:size] & np.isin(self._documents[:size], wanted))
         scores = np.atleast_2d(queries) @ self._columns[:, rows]
+        documents_of = self._documents[rows]
         best: dict[int, list[tuple[float, int]]] = {}
-        for column, row in enumerate(rows):
-            document, passage = int(self._documents[row]), int(self._passages[row])
-            current = best.setdefault(document, [(-2.0, passage)] * scores.shape[0])
-            for q in range(scores.shape[0]):
-                if scores[q, column] > current[q][0]:
-                    current[q] = (float(scores[q, column]), passage)
+        for query_scores in scores:
+            order = np.lexsort((-query_scores, documents_of))  # by document, its best passage first
+            ordered = documents_of[order]
+            first = order[np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])]
+            for column in first:
+                best.setdefault(int(documents_of[column]), []).append(
+                    (float(query_scores[column]), int(self._passages[rows[column]]))
+                )
         return best
 
     def best_per_document(
