@@ -76,3 +76,10 @@ def test_hops_take_fixed_ranks_with_the_score_above_them() -> None:
     out = insert_hops(fused, [(50, 150), (5, 105), (60, 160)])
     assert [document for _, document, _ in out] == [0, 50, 5, 1, 60, 2, 3, 4, 6, 7]
     assert out[1][0] == out[0][0] and out[4][0] == out[3][0]  # core's re-ranking keeps them in place
+
+
+async def test_the_hop_keeps_to_the_documents_search_may_return(store: SqliteKnowledgeStore) -> None:
+    second = await store.find("knowledge", SECOND)
+    assert second is not None
+    await store.set_enabled("knowledge", second.id, False)
+    assert SECOND not in await names(store, QUESTION, hop=True)
