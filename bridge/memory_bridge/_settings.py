@@ -134,6 +134,13 @@ class Settings(BaseSettings):
     search_feedback_weight: float = Field(
         0.2, ge=0.0, le=1.0, description="The second keyword round's share in a hit's score."
     )
+    search_second_hop: bool = Field(
+        True,
+        description="Hybrid search in the embedded knowledge store takes a second hop from its best hit: "
+        "documents naming a name from it that the question does not say (a person, pet or city), scored "
+        "against the question's words the best hit does not match, go in at ranks 2, 3, 5 and 7 (finds "
+        "the other turn of a two-part answer; docs/knowledge.md).",
+    )
     search_prefix_min: int = Field(
         3,
         ge=0,

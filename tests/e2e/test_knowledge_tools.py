@@ -19,6 +19,7 @@ from memory_bridge import StoreFailed, build_server, load_settings, open_state
 from memory_bridge.stores import DocMetadata
 from memory_bridge.tools._state import AppState
 
+from .. import hop_corpus
 from ..bridges import stdio_params
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -504,3 +505,15 @@ async def test_search_ranks_a_recalled_document_first_and_a_superseded_lesson_la
     settings = state.settings.model_copy(update={"search_superseded_penalty": 0.0})
     async with Client(build_server(replace(state, settings=settings))) as plain:
         assert await names_found(plain, query, "self_improvement") == ["lesson-old.md", "lesson-new.md"]
+
+
+async def test_search_memory_takes_a_second_hop_to_the_other_turn(tmp_path: Path) -> None:
+    project = tmp_path / "chat"
+    project.mkdir()
+    async with open_state(load_settings(project=project)) as state, Client(build_server(state)) as client:
+        for name, text in hop_corpus.turns().items():
+            await state.knowledge.upsert("knowledge", name, text, DocMetadata(scope="chat"), origin="test")
+        found = payload(await client.call_tool("search_memory", {"query": hop_corpus.QUESTION}))
+    names = [r["documentName"] for r in found["records"]]
+    assert names[0] == hop_corpus.FIRST
+    assert hop_corpus.SECOND in names[1:3]  # without the hop it is not in the first five (unit tests)

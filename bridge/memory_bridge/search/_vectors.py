@@ -89,6 +89,30 @@ class VectorIndex:
         wanted = np.fromiter(documents, dtype=np.int64, count=len(documents))
         return np.isin(self._documents[: self._size], wanted)
 
+    def vector_of(self, passage: int) -> Vector | None:
+        """A passage's unit vector, or None if it has none."""
+        rows = np.flatnonzero((self._passages[: self._size] == passage) & self._alive[: self._size])
+        return self._columns[:, rows[0]].copy() if rows.size else None
+
+    def best_among(self, queries: Vector, documents: set[int]) -> dict[int, list[tuple[float, int]]]:
+        """document rowid -> per query row (best cosine, its passage id), over the passages
+        of `documents` only: they are gathered first, which pays for a few thousand rows."""
+        size = self._size
+        wanted = np.fromiter(documents, dtype=np.int64, count=len(documents))
+        rows = np.flatnonzero(self._alive[:size] & np.isin(self._documents[:size], wanted))
+        scores = np.atleast_2d(queries) @ self._columns[:, rows]
+        documents_of = self._documents[rows]
+        best: dict[int, list[tuple[float, int]]] = {}
+        for query_scores in scores:
+            order = np.lexsort((-query_scores, documents_of))  # by document, its best passage first
+            ordered = documents_of[order]
+            first = order[np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])]
+            for column in first:
+                best.setdefault(int(documents_of[column]), []).append(
+                    (float(query_scores[column]), int(self._passages[rows[column]]))
+                )
+        return best
+
     def best_per_document(
         self,
         query: Vector,

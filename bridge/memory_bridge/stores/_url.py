@@ -116,6 +116,7 @@ def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = Non
         prefix_min=settings.search_prefix_min or None,
         feedback_docs=settings.search_feedback_docs,
         feedback_weight=settings.search_feedback_weight,
+        second_hop=settings.search_second_hop,
     )
     return SqliteKnowledgeStore(
         sqlite_path(settings, url, _KNOWLEDGE_DB),

@@ -3,7 +3,9 @@
 A document is split into passages; each passage is indexed by FTS5 (BM25) at once and,
 when an embedding model is available, by a vector computed off the write path
 (`_knowledge_vectors`), kept in the database and mirrored in an in-memory matrix.
-Search fuses the two per document (best passage) as `Ranking` says (_knowledge_ranking).
+Search fuses the two per document (best passage) as `Ranking` says (_knowledge_ranking),
+then may take a second hop from the best hit to the other half of a two-part answer
+(_knowledge_hop).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .._knowledge import (
 )
 from .._query import query_terms
 from ._db import Database
+from ._knowledge_hop import Fused, HopPlan, insert_hops, plan_hop, score_hops
 from ._knowledge_ranking import Ranking, fuse
 from ._knowledge_schema import migrate_knowledge
 from ._knowledge_terms import TermFrequencies
@@ -487,7 +490,7 @@ class SqliteKnowledgeStore:
         if query_vector is not None and self._vectors is not None:
             degraded = self._vectors.catch_up(where, tuple(params))
 
-        def run(conn: sqlite3.Connection, now: float) -> SearchPage:
+        def rank(conn: sqlite3.Connection, now: float) -> SearchPage | tuple[Fused, HopPlan | None]:
             if mode == "substring":
                 return self._substring(conn, query, where, params, top_k)
             keyword = self._keyword(conn, query_terms(query), where, params) if mode != "dense" else {}
@@ -508,11 +511,35 @@ class SqliteKnowledgeStore:
                 )
             if self.ranking.feedback_docs and fused and mode != "dense":
                 fused = self._feedback(conn, query, fused, where, params)
-            scored = [item for item in fused if score_threshold is None or item[0] >= score_threshold]
+            hop = None
+            if self.ranking.second_hop and mode == "hybrid":
+                hop = plan_hop(conn, self._terms, query, fused, where, params, self.ranking.prefix_min)
+            return fused, hop
+
+        ranked = self._db.run("search_memory", rank, False)
+        if isinstance(ranked, SearchPage):
+            return ranked
+        fused, hop = ranked
+        residual = self._residual_vector(hop.residual) if hop is not None else None
+
+        def page(conn: sqlite3.Connection, now: float) -> SearchPage:
+            ordered = fused
+            if hop is not None and residual is not None and self._vectors is not None:
+                ordered = insert_hops(fused, score_hops(hop, self._vectors.index(conn), residual))
+            scored = [item for item in ordered if score_threshold is None or item[0] >= score_threshold]
             hits = [self._hit(conn, document, passage, score) for score, document, passage in scored[:top_k]]
             return SearchPage(hits, len(scored), degraded)
 
-        return self._db.run("search_memory", run, False)
+        return self._db.run("search_memory", page, False)
+
+    def _residual_vector(self, text: str) -> np.ndarray | None:
+        """The second hop's query vector; None (no hop) if the model fails now."""
+        if self.embedder is None:
+            return None
+        try:
+            return self.embedder.embed_query(text)
+        except EmbedderUnavailable:
+            return None
 
     def _feedback(
         self,

@@ -33,6 +33,7 @@ class Ranking:
     prefix_min: int | None = 3  # query words this long match as prefixes; None: whole words
     feedback_docs: int = 0  # pseudo-relevance feedback from this many best documents (0: none)
     feedback_weight: float = 0.2  # the second keyword round's share in the score
+    second_hop: bool = True  # hybrid search reaches the other turn of a two-part answer (_knowledge_hop)
 
 
 def _ranks(side: Scored) -> dict[int, int]:

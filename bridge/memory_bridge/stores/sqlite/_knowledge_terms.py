@@ -23,6 +23,11 @@ _CACHE = 4_096
 _DRIFT = 1.1  # a cached count is reused until the store grows or shrinks by this factor
 
 
+def _limit(size: int) -> int:
+    """Passages a word may match and still count as discriminating, of `size`."""
+    return max(COMMON_FLOOR, int(COMMON_SHARE * size))
+
+
 class TermFrequencies:
     """Passage counts of query words (as the full-text index matches them), cached."""
 
@@ -53,12 +58,17 @@ class TermFrequencies:
             self._counts[(term, prefix_min)] = (count, size)
         return count
 
+    def passages(self, conn: sqlite3.Connection, term: str, size: int) -> float:
+        """How many of the `size` passages the whole word matches (stemmed), counted up to
+        the common-word limit (infinity beyond)."""
+        return self._matches(conn, term, None, size, _limit(size) + 1)
+
     def match(self, conn: sqlite3.Connection, terms: list[str], prefix_min: int | None) -> str:
         """The FTS5 match expression for a query's words: any of the discriminating ones,
         else all of them (`prefix_min`: see `match_expression`)."""
         mode: Literal["all", "any"] = "any"
         size = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0])
-        limit = max(COMMON_FLOOR, int(COMMON_SHARE * size))
+        limit = _limit(size)
         if size > limit:  # otherwise no word can be common
             rare = [t for t in terms if self._matches(conn, t, prefix_min, size, limit + 1) <= limit]
             terms, mode = (rare, "any") if rare else (terms, "all")

@@ -41,12 +41,17 @@ def test_the_passage_shown_is_the_side_that_scores_it_higher() -> None:
 
 def test_settings_reach_the_embedded_store(tmp_path: Path) -> None:
     settings = load_settings(
-        project=tmp_path, search_fusion="rrf", search_vector_weight=0.4, search_prefix_min=4
+        project=tmp_path,
+        search_fusion="rrf",
+        search_vector_weight=0.4,
+        search_prefix_min=4,
+        search_second_hop=False,
     )
     store = open_knowledge_store(settings)
     assert isinstance(store, SqliteKnowledgeStore)
     assert store.ranking.fusion == "rrf" and store.ranking.vector_weight == 0.4
-    assert store.ranking.prefix_min == 4
+    assert store.ranking.prefix_min == 4 and not store.ranking.second_hop
+    assert load_settings(project=tmp_path).search_second_hop
     anyio.run(store.close)
 
 

@@ -1,0 +1,178 @@
+"""A second hop for two-part questions, without an LLM.
+
+"What dish do I want to taste when I visit Jonas, the cousin with the solar job?" needs two
+turns: the one naming Jonas's city, then the one about food in that city, which shares no
+word with the question. The first round finds the first; the second hop reaches the other:
+
+1. **Bridge**: the names in the best hit that the question does not say: capitalised words
+   past a sentence's first word (not a weekday or month), named in at most `BRIDGE_SHARE`
+   of all passages and in at least `MIN_DOCUMENTS` documents (a recurring name: a person, a
+   pet, a city; rarer capitalised words, such as product names in engineering notes, made
+   the hop misfire there).
+2. **Residual**: the question's words the best hit does not match (as the keyword index
+   matches them, stemmed).
+3. Among the documents naming a bridge word (not the best hit, nor its near copies), each
+   scores `cosine(residual, passage) + LEXICAL_WEIGHT x BM25 of (bridge AND residual
+   words) / best`; the best ones go in at fixed ranks (`POSITIONS`), taking the score of the
+   hit above them, so nothing else moves more than a few places.
+
+It runs only when the best hit leads the second by `MIN_LEAD` (a confident first hop) and
+the question (at most `MAX_QUESTION_WORDS` distinct words) has residual words. Measured in
+bench/README.md ("A second hop for two-part questions").
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._query import STOPWORDS
+from ._knowledge_terms import TermFrequencies
+from ._match import match_expression
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ...search._vectors import VectorIndex
+
+__all__ = ["Fused", "HopPlan", "insert_hops", "plan_hop", "score_hops"]
+
+POSITIONS = (2, 3, 5, 7)  # ranks (1-based) the second hop's best documents take
+BRIDGE_SHARE = 0.1  # of all passages: a word named more often is no bridge
+MIN_DOCUMENTS = 20  # documents naming the bridge words, at least
+MIN_LEAD = 0.02  # the best hit's fused score over the second's
+LEXICAL_WEIGHT = 0.15
+NEAR_COPY = 0.8  # cosine to the best hit above which a document is its near copy
+CANDIDATE_PASSAGES = 2_000  # passages naming a bridge word that are considered
+MAX_QUESTION_WORDS = 64  # distinct words; a longer query is no question (and would cost a lookup each)
+CALENDAR = frozenset(
+    (
+        "january", "february", "march", "april", "may", "june", "july", "august", "september",
+        "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday",
+        "saturday", "sunday",
+    )
+)  # fmt: skip
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE = re.compile(r"(?<=[.!?:;\]])\s+")
+
+Fused = list[tuple[float, int, int]]  # (score, document rowid, passage rowid), best first
+
+
+@dataclass(frozen=True)
+class HopPlan:
+    """What the second hop searches: the bridge's documents, scored against the residual."""
+
+    top_document: int
+    top_passage: int
+    residual: str  # the question without the words the best hit matches: embedded
+    documents: frozenset[int]  # naming a bridge word, the best hit aside
+    lexical: dict[int, float]  # document -> BM25 of (bridge AND residual words), relative to the best
+
+
+def bridge_words(content: str, question: set[str]) -> list[str]:
+    """Capitalised words of `content` past each sentence's first word, lower-cased, that
+    are not in the question, not stop words, not weekdays or months; in order, distinct."""
+    out: dict[str, None] = {}
+    for sentence in _SENTENCE.split(content):
+        for word in _WORD.findall(sentence)[1:]:
+            lower = word.lower()
+            if word[0].isupper() and word.isalpha() and lower not in STOPWORDS | CALENDAR | question:
+                out[lower] = None
+    return list(out)
+
+
+def _matches(conn: sqlite3.Connection, word: str, passage: int, prefix_min: int | None) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM passages_fts WHERE passages_fts MATCH ? AND rowid = ?",
+            (match_expression([word], "any", prefix_min), passage),
+        ).fetchone()
+        is not None
+    )
+
+
+def plan_hop(
+    conn: sqlite3.Connection,
+    terms: TermFrequencies,
+    query: str,
+    fused: Fused,
+    where: str,
+    params: Sequence[Any],
+    prefix_min: int | None,
+) -> HopPlan | None:
+    """The second hop from the best hit, or None when it does not apply."""
+    if len(fused) < 2 or fused[0][0] - fused[1][0] < MIN_LEAD:
+        return None
+    _, top_document, top_passage = fused[0]
+    tokens = _WORD.findall(query)
+    question = {t.lower() for t in tokens}
+    if len(question) > MAX_QUESTION_WORDS:
+        return None
+    covered = {w: _matches(conn, w, top_passage, prefix_min) for w in question}
+    rest = [t for t in tokens if not covered[t.lower()]]
+    uncovered = list(dict.fromkeys(t.lower() for t in rest if t.lower() not in STOPWORDS))
+    if not uncovered:
+        return None
+    content = conn.execute("SELECT content FROM passages WHERE rowid = ?", (top_passage,)).fetchone()[0]
+    size = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0])
+    bridge = [
+        w for w in bridge_words(content, question) if 0 < terms.passages(conn, w, size) <= BRIDGE_SHARE * size
+    ]
+    if not bridge:
+        return None
+    named = match_expression(bridge, "any", None)
+    documents = {
+        int(r[0])
+        for r in conn.execute(
+            "SELECT p.document FROM passages_fts JOIN passages AS p ON p.rowid = passages_fts.rowid"
+            f" JOIN documents AS d ON d.rowid = p.document WHERE passages_fts MATCH ? AND {where} LIMIT ?",
+            [named, *params, CANDIDATE_PASSAGES],
+        )
+    } - {top_document}
+    if len(documents) < MIN_DOCUMENTS:
+        return None
+    lexical: dict[int, float] = {}
+    for document, relevance in conn.execute(
+        "SELECT p.document, -bm25(passages_fts, 2.0, 1.0) FROM passages_fts"
+        " JOIN passages AS p ON p.rowid = passages_fts.rowid JOIN documents AS d ON d.rowid = p.document"
+        f" WHERE passages_fts MATCH ? AND {where} ORDER BY 2 DESC LIMIT ?",
+        [f"{named} AND {match_expression(uncovered, 'any', prefix_min)}", *params, CANDIDATE_PASSAGES],
+    ):
+        lexical[int(document)] = max(lexical.get(int(document), 0.0), float(relevance))
+    best = max(lexical.values(), default=0.0) or 1.0
+    return HopPlan(
+        top_document,
+        top_passage,
+        " ".join(rest),
+        frozenset(documents),
+        {document: relevance / best for document, relevance in lexical.items()},
+    )
+
+
+def score_hops(plan: HopPlan, index: VectorIndex, residual: np.ndarray) -> list[tuple[int, int]]:
+    """(document, passage) of the bridge's documents, best first, near copies of the best
+    hit left out."""
+    import numpy as np
+
+    top = index.vector_of(plan.top_passage)
+    queries = np.vstack([residual, top]) if top is not None else residual[None, :]
+    scored = [
+        (cosine + LEXICAL_WEIGHT * plan.lexical.get(document, 0.0), document, passage)
+        for document, [(cosine, passage), *copy] in index.best_among(queries, set(plan.documents)).items()
+        if not copy or copy[0][0] <= NEAR_COPY
+    ]
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [(document, passage) for _, document, passage in scored[: len(POSITIONS)]]
+
+
+def insert_hops(fused: Fused, hops: Sequence[tuple[int, int]]) -> Fused:
+    """`fused` with the hops at POSITIONS (each with the score of the hit above it)."""
+    chosen = {document for document, _ in hops}
+    out = [item for item in fused if item[1] not in chosen]
+    for position, (document, passage) in zip(POSITIONS, hops, strict=False):
+        at = min(position - 1, len(out))
+        out.insert(at, (out[at - 1][0], document, passage))
+    return out

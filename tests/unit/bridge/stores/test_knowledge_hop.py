@@ -1,0 +1,85 @@
+"""The second hop of hybrid search: the other turn of a two-part answer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from memory_bridge.search import LazyEmbedder, lazy_minilm
+from memory_bridge.stores import DocMetadata, KnowledgeFilter
+from memory_bridge.stores.sqlite import SqliteKnowledgeStore
+from memory_bridge.stores.sqlite._knowledge_hop import bridge_words, insert_hops
+
+from ....bridges import MODEL_CACHE
+from ....hop_corpus import COVERED, FIRST, QUESTION, SECOND, turns
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def minilm() -> LazyEmbedder:
+    return lazy_minilm(2, int8_cache=MODEL_CACHE)
+
+
+@pytest.fixture
+async def store(tmp_path: Path, minilm: LazyEmbedder) -> AsyncIterator[SqliteKnowledgeStore]:
+    store = SqliteKnowledgeStore(tmp_path / "k.db", embedder=minilm, default_slots=["knowledge"])
+    for name, text in turns().items():
+        await store.upsert("knowledge", name, text, DocMetadata(), origin="t")
+    await store.upkeep()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def names(store: SqliteKnowledgeStore, query: str, *, hop: bool) -> list[str]:
+    store.ranking = replace(store.ranking, second_hop=hop)
+    page = await store.search(["knowledge"], query, KnowledgeFilter(), top_k=10, score_threshold=None)
+    return [hit.document_name for hit in page.hits]
+
+
+async def test_the_second_hop_finds_the_turn_that_names_the_bridge(store: SqliteKnowledgeStore) -> None:
+    without = await names(store, QUESTION, hop=False)
+    found = await names(store, QUESTION, hop=True)
+    assert without[0] == found[0] == FIRST
+    assert SECOND not in without[:5]  # it shares no word with the question but `the`, `to`
+    assert SECOND in found[1:3]  # rank 2 or 3: Tallinn, from the first turn, joined with `dish`, `taste`
+
+
+async def test_a_question_the_best_hit_answers_whole_is_unchanged(store: SqliteKnowledgeStore) -> None:
+    assert await names(store, COVERED, hop=True) == await names(store, COVERED, hop=False)
+
+
+async def test_a_pasted_text_of_many_words_takes_no_hop(store: SqliteKnowledgeStore) -> None:
+    pasted = QUESTION + " " + " ".join(f"word{i}" for i in range(70))
+    assert await names(store, pasted, hop=True) == await names(store, pasted, hop=False)
+
+
+async def test_keyword_search_takes_no_second_hop(store: SqliteKnowledgeStore) -> None:
+    page = await store.search(
+        ["knowledge"], QUESTION, KnowledgeFilter(), top_k=10, score_threshold=None, mode="keyword"
+    )
+    assert SECOND not in [hit.document_name for hit in page.hits]
+
+
+def test_bridge_words_are_names_the_question_does_not_say() -> None:
+    text = "[Monday, 3 April 2023] user: My cousin Jonas moved to Tallinn. Tallinn is Cold in May."
+    assert bridge_words(text, {"jonas"}) == ["tallinn", "cold"]  # not April, May, Monday, nor `My`
+
+
+def test_hops_take_fixed_ranks_with_the_score_above_them() -> None:
+    fused = [(0.9 - i / 100, i, 100 + i) for i in range(8)]
+    out = insert_hops(fused, [(50, 150), (5, 105), (60, 160)])
+    assert [document for _, document, _ in out] == [0, 50, 5, 1, 60, 2, 3, 4, 6, 7]
+    assert out[1][0] == out[0][0] and out[4][0] == out[3][0]  # core's re-ranking keeps them in place
+
+
+async def test_the_hop_keeps_to_the_documents_search_may_return(store: SqliteKnowledgeStore) -> None:
+    second = await store.find("knowledge", SECOND)
+    assert second is not None
+    await store.set_enabled("knowledge", second.id, False)
+    assert SECOND not in await names(store, QUESTION, hop=True)
