@@ -54,7 +54,11 @@ class Bridge(RoleOptions):
     )
     bridge_image: str = Field("memctl-bridge:local", description="Tag of the image.")
     bridge_source_dir: Path_ = Field(
-        "{{ role_path }}/../..", description="memctl's source tree on the machine (holds bridge/Dockerfile)."
+        "{{ memctl_install_content_dir | default(role_path ~ '/../..') }}",
+        description=(
+            "memctl's source tree on the machine (holds bridge/Dockerfile): the one memctl_install "
+            "installed there, else this content's."
+        ),
     )
     bridge_build_include: list[str] = Field(
         [
@@ -256,9 +260,21 @@ class Docker(RoleOptions):
         "/usr/local/lib/docker/cli-plugins", description="Directory the Docker CLI loads plugins from."
     )
     docker_network: str = Field("memctl", description="Name of the network memctl's containers share.")
+    docker_image_archives: list[str] = Field(
+        [],
+        description=(
+            "Archives of images on the control node (`docker save` output), each loaded into the "
+            "machine's engine when it lacks one of the images the archive holds."
+        ),
+    )
+    docker_image_archive_dir: Path_ = Field(
+        "/var/tmp/memctl-images",
+        description="Private directory on the machine an archive is copied to, and deleted from once loaded.",
+    )
     ENTRY_POINTS = {
         "main": Entry(
-            "Docker engine present and running, Compose v2, memctl's container network",
+            "Docker engine present and running, Compose v2, memctl's container network, "
+            "images loaded from archives",
             (
                 "docker_package",
                 "docker_dockerd_log",
@@ -267,6 +283,8 @@ class Docker(RoleOptions):
                 "docker_compose_venv",
                 "docker_cli_plugins_dir",
                 "docker_network",
+                "docker_image_archives",
+                "docker_image_archive_dir",
             ),
         ),
         "remove": Entry("Remove memctl's container network", ("docker_network",)),

@@ -1,7 +1,8 @@
 """Machines memctl reaches over SSH: containers of the ssh-target image (Debian bookworm from
 the debootstrap base, sshd and python3, no memctl), each with its own file system, reached by
-key on a loopback port, as a team's build hosts are. Skipped, saying why, without Docker or an
-ssh client; required in CI."""
+key on a loopback port, as a team's build hosts are. fleet-a may also run a Docker engine of
+its own (memctl's docker role installs and starts it there) for its stack project. Skipped,
+saying why, without Docker or an ssh client; required in CI."""
 
 from __future__ import annotations
 
@@ -22,15 +23,27 @@ import testinfra
 import yaml
 
 from ..bridges import free_port
-from ..stack.conftest import base_image, docker_engine
+from ..stack.conftest import BASE_IMAGE, VALKEY_IMAGE, base_image, docker_engine, valkey_image
 
-__all__ = ["Fleet", "Target", "base_image", "docker_engine"]
+__all__ = ["Fleet", "Target", "base_image", "docker_engine", "valkey_image"]
 
 HERE = Path(__file__).resolve().parent
 SSH_IMAGE = "memctl-test-ssh:bookworm"
 RUN = f"{os.getpid()}"
 SSH_OPTIONS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 INDEX_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+STACK_WORKSPACE = "/srv/src/stack"
+# What a machine needs to run its own Docker engine in a container: every capability but
+# CAP_SYS_RESOURCE (`--privileged` asks for that too, which a nested engine such as CI's may
+# not grant), no seccomp or AppArmor confinement, writable /proc and /sys, the kernel's
+# cgroups (Docker mounts them read-only otherwise), and /var/lib/docker on a volume, where
+# overlay2 works (not on the container's own overlay file system).
+ENGINE_OPTIONS = (
+    "--cap-add", "ALL", "--cap-drop", "SYS_RESOURCE",
+    "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+    "--security-opt", "systempaths=unconfined",
+    "--volume", "/sys/fs/cgroup:/sys/fs/cgroup", "--volume", "/var/lib/docker",
+)  # fmt: skip
 
 
 def _run(*command: str) -> subprocess.CompletedProcess[str]:
@@ -95,16 +108,17 @@ def ssh_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @contextmanager
-def started(ssh_image: str, key: Path, *names: str) -> Iterator[list[Target]]:
-    """The named machines, running until the block ends."""
+def started(ssh_image: str, key: Path, *names: str, engines: tuple[str, ...] = ()) -> Iterator[list[Target]]:
+    """The named machines, running until the block ends; those in `engines` may run Docker."""
     machines = [Target(f"fleet-{n}", f"memctl-test-fleet-{RUN}-{n}", free_port(), key) for n in names]
     try:
-        for target in machines:
+        for name, target in zip(names, machines, strict=True):
             result = _run(
                 "docker", "run", "--detach", "--rm", "--name", target.container, "--hostname", target.name,
                 "--publish", f"127.0.0.1:{target.port}:22",
                 "--volume", f"{key.with_name('authorized_keys')}:/root/.ssh/authorized_keys:ro",
                 "--volume", f"{key.with_name('authorized_keys')}:/home/deploy/.ssh/authorized_keys:ro",
+                *(ENGINE_OPTIONS if name in engines else ()),
                 ssh_image,
             )  # fmt: skip
             assert result.returncode == 0, result.stderr
@@ -120,8 +134,8 @@ def started(ssh_image: str, key: Path, *names: str) -> Iterator[list[Target]]:
 
 @pytest.fixture(scope="session")
 def targets(ssh_image: str, ssh_key: Path) -> Iterator[list[Target]]:
-    """Two SSH machines, fleet-a and fleet-b, started for the session."""
-    with started(ssh_image, ssh_key, "a", "b") as machines:
+    """Two SSH machines, fleet-a (which may run Docker) and fleet-b, started for the session."""
+    with started(ssh_image, ssh_key, "a", "b", engines=("a",)) as machines:
         yield machines
 
 
@@ -132,12 +146,23 @@ def new_machine(ssh_image: str, ssh_key: Path) -> Iterator[Target]:
         yield machines[0]
 
 
+@pytest.fixture(scope="session")
+def stack_images(base_image: str, valkey_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The images fleet-a's stack needs, in one archive, as an operator without a registry
+    ships them: the base the bridge image builds on, and Valkey's."""
+    archive = tmp_path_factory.mktemp("images") / "stack-images.tar"
+    result = _run("docker", "save", "--output", str(archive), base_image, valkey_image)
+    assert result.returncode == 0, result.stderr
+    return archive
+
+
 @dataclass
 class Fleet:
     """A control node's memctl state and the inventory of the targets."""
 
     root: Path
     targets: list[Target]
+    images: Path
 
     @property
     def inventory(self) -> Path:
@@ -145,7 +170,7 @@ class Fleet:
 
     def write_inventory(self, path: Path, extra: dict[str, dict[str, Any]] | None = None) -> Path:
         """The targets, one embedded project each (both at /srv/src/alpha, on its own machine),
-        plus `extra` machines."""
+        and on fleet-a a stack project, plus `extra` machines."""
         hosts: dict[str, Any] = {
             t.name: {
                 "ansible_port": t.port,
@@ -155,6 +180,11 @@ class Fleet:
             }
             for t in self.targets
         }
+        a = hosts[self.targets[0].name]
+        a["memctl_projects"].append(
+            {"slug": "fleet-a-stack", "workspace": STACK_WORKSPACE, "mode": "stack", "clients": ["claude"]}
+        )
+        a.update(self.stack_vars())
         hosts.update(extra or {})
         machine_vars = {
             "ansible_host": "127.0.0.1",
@@ -164,6 +194,19 @@ class Fleet:
         }
         path.write_text(yaml.safe_dump({"all": {"vars": machine_vars, "hosts": hosts}}))
         return path
+
+    def stack_vars(self) -> dict[str, Any]:
+        """fleet-a's stack: no Dify (it cannot run here); the images come from the control
+        node's archive; the bridge image builds there on the base image, reaching the package
+        index through the machine's network and certificates."""
+        return {
+            "memctl_stack_dify": False,
+            "docker_image_archives": [str(self.images)],
+            "valkey_image": VALKEY_IMAGE,
+            "bridge_base_image": BASE_IMAGE,
+            "bridge_build_network": "host",
+            "bridge_build_ca_file": str(INDEX_CA),
+        }
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCTL_", "MEMORY_MCP_"))}
@@ -192,7 +235,7 @@ class Fleet:
 
 
 @pytest.fixture(scope="session")
-def fleet(targets: list[Target], tmp_path_factory: pytest.TempPathFactory) -> Fleet:
-    fleet = Fleet(tmp_path_factory.mktemp("fleet"), targets)
+def fleet(targets: list[Target], stack_images: Path, tmp_path_factory: pytest.TempPathFactory) -> Fleet:
+    fleet = Fleet(tmp_path_factory.mktemp("fleet"), targets, stack_images)
     fleet.write_inventory(fleet.inventory)
     return fleet

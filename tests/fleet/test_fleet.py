@@ -3,15 +3,18 @@ SSH, installing itself there first (issue 17). testinfra checks each machine ove
 
 from __future__ import annotations
 
+import json
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ..bridges import free_port
-from .conftest import Fleet, Target
+from .conftest import STACK_WORKSPACE, Fleet, Target
 
 pytestmark = [pytest.mark.fleet]
 
@@ -20,6 +23,8 @@ RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+f
 OLD_PYTHON = "printf '#!/bin/sh\\necho 3.9.18\\n' > /usr/local/bin/old && chmod +x /usr/local/bin/old"
 LAUNCHER = "/root/.local/bin/memctl"
 DEPLOY_VENV = "/opt/memctl-deploy"
+BRIDGE = "memctl-bridge-fleet-a-stack"
+HEALTH = "python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:3106/health').read().decode())\""
 CHECK_TASK = "Check that the machine's projects are healthy before the next machine is upgraded"
 # What a run leaves on a machine, outside the stores' own files (which a read may touch).
 SNAPSHOT = (
@@ -103,6 +108,7 @@ def test_the_first_run_installs_memctl_and_provisions_each_machine(fleet: Fleet,
     assert code == 0, output
     assert {p["slug"]: p["machine"] for p in report["projects"]} == {
         "fleet-a-alpha": "fleet-a",
+        "fleet-a-stack": "fleet-a",
         "fleet-b-alpha": "fleet-b",
     }
     assert all(p["smoke"]["tools"] > 0 for p in report["projects"])  # an MCP round trip there
@@ -121,7 +127,7 @@ def test_the_first_run_installs_memctl_and_provisions_each_machine(fleet: Fleet,
 def test_a_second_run_changes_nothing(runs: Runs) -> None:
     """The failing run is the second over fleet-a and fleet-b: their projects change nothing."""
     hosts = recap(log_of(runs.failing[1]["message"]))
-    for name in ("fleet-a", "fleet-a-alpha", "fleet-b", "fleet-b-alpha"):
+    for name in ("fleet-a", "fleet-a-alpha", "fleet-a-stack", "fleet-b", "fleet-b-alpha"):
         assert hosts[name][1:] == (0, 0, 0), f"{name} changed or failed: {hosts[name]}"
 
 
@@ -133,16 +139,17 @@ def test_check_diff_changes_nothing(runs: Runs) -> None:
 
 
 def test_limit_touches_only_that_machine(fleet: Fleet, runs: Runs) -> None:
+    """fleet-b: the machine without a stack, so the run stays short."""
     a, b = (t.host() for t in fleet.targets)
-    a.check_output("rm /srv/src/alpha/.mcp.json")
-    b.check_output("mv /srv/src/alpha/.mcp.json /srv/src/alpha/.mcp.json.aside")
-    code, report, output = fleet.up("--limit", "fleet-a")
+    b.check_output("rm /srv/src/alpha/.mcp.json")
+    a.check_output("mv /srv/src/alpha/.mcp.json /srv/src/alpha/.mcp.json.aside")
+    code, report, output = fleet.up("--limit", "fleet-b")
     assert code == 0, output
-    assert [p["slug"] for p in report["projects"]] == ["fleet-a-alpha"]
-    assert set(recap(Path(report["log"]).read_text())) == {"fleet-a", "fleet-a-alpha"}
-    assert a.file("/srv/src/alpha/.mcp.json").exists
-    assert not b.file("/srv/src/alpha/.mcp.json").exists
-    b.check_output("mv /srv/src/alpha/.mcp.json.aside /srv/src/alpha/.mcp.json")
+    assert [p["slug"] for p in report["projects"]] == ["fleet-b-alpha"]
+    assert set(recap(Path(report["log"]).read_text())) == {"fleet-b", "fleet-b-alpha"}
+    assert b.file("/srv/src/alpha/.mcp.json").exists
+    assert not a.file("/srv/src/alpha/.mcp.json").exists
+    a.check_output("mv /srv/src/alpha/.mcp.json.aside /srv/src/alpha/.mcp.json")
 
 
 def test_limit_names_an_unknown_machine(fleet: Fleet) -> None:
@@ -157,7 +164,7 @@ def test_a_machine_or_project_that_fails_fails_only_its_own_projects(fleet: Flee
     code, report, output = runs.failing
     assert code == 6, output
     message = report["message"]
-    assert message.startswith("3 of 6 projects failed:\n"), message
+    assert message.startswith("3 of 7 projects failed:\n"), message
     assert "\n  gone-alpha: fleet-gone unreachable at memctl_install : Find the machine's Python" in message
     assert (
         "\n  old-alpha: fleet-old failed at memctl_install : Refuse a machine without Python 3.11" in message
@@ -168,7 +175,7 @@ def test_a_machine_or_project_that_fails_fails_only_its_own_projects(fleet: Flee
         in message
     )
     assert "workspace /srv/src/missing is not an existing directory on its machine" in message
-    assert "\nfinished: fleet-a-alpha, fleet-b-alpha, deploy-alpha\nfull log: " in message
+    assert "\nfinished: fleet-a-alpha, fleet-a-stack, fleet-b-alpha, deploy-alpha\nfull log: " in message
     a, b = (t.host() for t in fleet.targets)
     assert not b.file("/srv/src/missing").exists
     assert not a.file("/srv/src/beta/.memory").exists
@@ -183,14 +190,16 @@ def test_status_probes_each_project_on_its_machine(fleet: Fleet, runs: Runs) -> 
     code, report, output = fleet.memctl("status", "--inventory", str(inventory))
     assert code == 5 and report["ok"] is False, output
     projects = {p["slug"]: p for p in report["projects"]}
-    assert set(projects) == {"fleet-a-alpha", "fleet-b-alpha", "gone-alpha", "deploy-alpha"}
+    assert set(projects) == {"fleet-a-alpha", "fleet-a-stack", "fleet-b-alpha", "gone-alpha", "deploy-alpha"}
     assert projects["gone-alpha"]["ok"] is False and projects["gone-alpha"]["machine"] == "fleet-gone"
     assert projects["gone-alpha"]["error"].startswith("unreachable at "), projects["gone-alpha"]
     where = {"fleet-a-alpha": "fleet-a", "fleet-b-alpha": "fleet-b", "deploy-alpha": "fleet-deploy"}
+    where["fleet-a-stack"] = "fleet-a"
+    workspaces = {"deploy-alpha": "/home/deploy/alpha", "fleet-a-stack": STACK_WORKSPACE}
     for slug, machine in where.items():
         project = projects[slug]
         assert project["ok"] is True and project["machine"] == machine, project
-        assert project["project"] == ("/home/deploy/alpha" if slug == "deploy-alpha" else "/srv/src/alpha")
+        assert project["project"] == workspaces.get(slug, "/srv/src/alpha")
         assert all(store["healthy"] for store in project["stores"])
         assert all(client["ok"] for client in project["clients"])
 
@@ -223,9 +232,10 @@ def test_upgrade_stops_at_the_first_unhealthy_machine(fleet: Fleet, runs: Runs, 
     assert code == 6, output
     message = report["message"]
     reason = f"fleet-b failed at {CHECK_TASK}: fleet-b-alpha is not healthy: "
-    assert message.startswith(f"1 of 3 projects failed:\n  fleet-b-alpha: {reason}"), message
+    assert message.startswith(f"1 of 4 projects failed:\n  fleet-b-alpha: {reason}"), message
     assert ".mcp.json" in message.split(reason, 1)[1].split("\n", 1)[0]
-    assert "\nupgraded: fleet-a (fleet-a-alpha)\nnot touched: fleet-later (later-beta)\nfull log: " in message
+    upgraded = "\nupgraded: fleet-a (fleet-a-alpha, fleet-a-stack)\nnot touched: fleet-later (later-beta)\n"
+    assert upgraded + "full log: " in message
     hosts = recap(log_of(message))
     assert hosts["fleet-b"][3] == 1 and "fleet-later" not in hosts
 
@@ -269,3 +279,42 @@ def test_check_on_a_machine_without_memctl_says_what_it_would_do(fleet: Fleet, n
     assert "changed: [fleet-c]" in log.split("TASK [memctl_install : Create memctl's virtual environment]")[1]
     host = new_machine.host()
     assert not host.file("/opt/memctl").exists and not host.file("/srv/src/alpha/.memory").exists
+
+
+def test_a_stack_project_runs_in_its_machines_own_docker_engine(fleet: Fleet, runs: Runs) -> None:
+    """fleet-a's stack project: memctl's docker role installed and started the machine's engine,
+    loaded the images the control node shipped, and built the bridge image there from the
+    installed wheel's sources; the bridge answers on the machine's own loopback."""
+    host = fleet.targets[0].host()
+    assert host.package("docker.io").is_installed
+    for name in ("memctl-valkey", BRIDGE):
+        assert host.docker(name).is_running
+    assert host.check_output(f"docker inspect --format '{{{{.State.Health.Status}}}}' {BRIDGE}") == "healthy"
+    assert host.check_output("docker port %s", BRIDGE).split() == ["3106/tcp", "->", "127.0.0.1:3106"]
+    assert json.loads(host.check_output(HEALTH)) == {"ok": True}
+    assert host.file(f"{STACK_WORKSPACE}/.memory/bridge.token").mode == 0o600
+    settings = tomllib.loads(host.file(f"{STACK_WORKSPACE}/.memory/config.toml").content_string)
+    assert settings["entry_store"] == "valkey://127.0.0.1:6379/0?prefix=fleet-a-stack:"
+    assert "memory" in json.loads(host.file(f"{STACK_WORKSPACE}/.mcp.json").content_string)["mcpServers"]
+    log = Path(runs.first[1]["log"]).read_text()
+    loaded = log.split("TASK [docker : Load its images into the engine]", 1)[1].split("TASK", 1)[0]
+    assert "changed: [fleet-a]" in loaded
+    assert host.file("/var/tmp/memctl-images").mode == 0o700
+    assert not host.file(f"/var/tmp/memctl-images/{fleet.images.name}").exists  # deleted once loaded
+
+
+def test_down_takes_the_stack_project_off_its_machine(fleet: Fleet, runs: Runs, tmp_path: Path) -> None:
+    """Last: `memctl down --inventory` with fleet-a's stack project only removes its bridge and,
+    as no other stack project is left there, Valkey; the memory stays, the other projects too."""
+    inventory = yaml.safe_load(fleet.write_inventory(tmp_path / "all.yml").read_text())
+    a = inventory["all"]["hosts"]["fleet-a"]
+    a["memctl_projects"] = [p for p in a["memctl_projects"] if p["slug"] == "fleet-a-stack"]
+    inventory["all"]["hosts"] = {"fleet-a": a}
+    (tmp_path / "stack.yml").write_text(yaml.safe_dump(inventory))
+    code, _, output = fleet.memctl("down", "--inventory", str(tmp_path / "stack.yml"))
+    assert code == 0, output
+    host = fleet.targets[0].host()
+    assert host.check_output("docker ps --all --format '{{.Names}}'") == ""
+    assert not host.file(f"{STACK_WORKSPACE}/.mcp.json").exists  # memctl wrote it, nobody else
+    assert host.file(f"{STACK_WORKSPACE}/.memory/bridge.token").exists
+    assert host.file("/srv/src/alpha/.mcp.json").contains("memctl")
