@@ -136,20 +136,30 @@ def _per_project(inventory: Inventory, failed: PlaybookFailed, playbook: str) ->
 
 
 def _roll(inventory: Inventory, run: PlaybookRun, failed: dict[str, str]) -> list[str]:
-    """The machines an upgrade went through (upgraded, checked healthy) and those it never
-    touched, each with its projects."""
+    """Where a stopped upgrade left each machine: upgraded (every project re-rendered and
+    migrated), memctl installed and checked but its services and settings not moved yet
+    (the run stopped before its last plays), or never touched; each with its projects."""
 
     def named(machines: list[Machine]) -> str:
         slugs = [", ".join(p.slug for p in m.projects) or "no projects" for m in machines]
         return ", ".join(f"{m.name} ({projects})" for m, projects in zip(machines, slugs, strict=True))
 
+    rendered = {r["host"] for r in run.results if r["task"].startswith(_RENDERED) and r["status"] == "ok"}
     reached = [m for m in inventory.machines if m.name in run.recap]
-    upgraded = [m for m in reached if not any(p.slug in failed for p in m.projects)]
+    healthy = [m for m in reached if not any(p.slug in failed for p in m.projects)]
+    upgraded = [m for m in healthy if all(p.slug in rendered for p in m.projects)]
+    checked = [m for m in healthy if m not in upgraded]
     untouched = [m for m in inventory.machines if m.name not in run.recap]
     lines = [f"upgraded: {named(upgraded) or 'none'}"]
+    if checked:
+        lines.append(f"memctl installed and checked, services and settings not moved yet: {named(checked)}")
     if untouched:
         lines.append(f"not touched: {named(untouched)}")
     return lines
+
+
+_RENDERED = "client_config : "
+"""The tasks of upgrade's last play: a project with one of them ok was re-rendered and migrated."""
 
 
 def _identity(workspace: str) -> str:

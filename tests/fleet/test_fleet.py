@@ -217,8 +217,9 @@ def test_upgrade_goes_one_machine_at_a_time_checking_each(runs: Runs) -> None:
 
 
 def test_upgrade_stops_at_the_first_unhealthy_machine(fleet: Fleet, runs: Runs, tmp_path: Path) -> None:
-    """fleet-b's client config cannot start memctl's server: fleet-a is upgraded and healthy,
-    fleet-b fails its check, and fleet-later (after it) is never touched."""
+    """fleet-b's client config cannot start memctl's server: fleet-a gets memctl and is checked
+    healthy, fleet-b fails its check, so no service or setting moves anywhere, and
+    fleet-later (after it) is never touched."""
     b = fleet.targets[1].host()
     b.check_output(f"mv {LAUNCHER} {LAUNCHER}.aside && printf '#!/bin/sh\\nexit 3\\n' > {LAUNCHER}")
     b.check_output(f"chmod +x {LAUNCHER}")
@@ -234,8 +235,13 @@ def test_upgrade_stops_at_the_first_unhealthy_machine(fleet: Fleet, runs: Runs, 
     reason = f"fleet-b failed at {CHECK_TASK}: fleet-b-alpha is not healthy: "
     assert message.startswith(f"1 of 4 projects failed:\n  fleet-b-alpha: {reason}"), message
     assert ".mcp.json" in message.split(reason, 1)[1].split("\n", 1)[0]
-    upgraded = "\nupgraded: fleet-a (fleet-a-alpha, fleet-a-stack)\nnot touched: fleet-later (later-beta)\n"
-    assert upgraded + "full log: " in message
+    roll = (
+        "\nupgraded: none"  # the roll stopped before any service or setting moved
+        "\nmemctl installed and checked, services and settings not moved yet:"
+        " fleet-a (fleet-a-alpha, fleet-a-stack)"
+        "\nnot touched: fleet-later (later-beta)\n"
+    )
+    assert roll + "full log: " in message
     hosts = recap(log_of(message))
     assert hosts["fleet-b"][3] == 1 and "fleet-later" not in hosts
 

@@ -31,7 +31,7 @@ def upgrade(
     bridge_image, dify_version), else memctl's defaults: set the new ones there, then
     run this. Machines reached over SSH get the control node's memctl first, one at a
     time, each machine's projects checked healthy with it (as memctl status does) before
-    the next starts; the first that fails stops the run, naming the machines upgraded and
+    the next starts; the first that fails stops the run, naming the machines checked and
     those not touched. Then every machine is checked (a dify_version memctl has not been
     tested with stops the run before any service changes); then, one machine at a time, Valkey is
     replaced if its image changed and must answer PING, Dify moves to its release and the

@@ -8,9 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from ansible_collections.memctl.stack.plugins.callback.events import _failure
+from memctl._errors import PlaybookFailed
 from memctl._inventory import Inventory, Machine, Project
 from memctl._playbook import PlaybookRun
-from memctl._provision import failed_projects, limited
+from memctl._provision import _per_project, failed_projects, limited
 from memctl.cli import cli
 from memctl.commands.status import problems
 from memory_bridge import ConfigError
@@ -39,6 +40,39 @@ def test_a_machine_that_fails_fails_each_of_its_projects_and_no_other() -> None:
         "a2": "a unreachable at Find the machine's Python: ssh: connection refused",
         "c1": "failed at Migrate the stores: disk full",
     }
+
+
+def _ok(host: str, task: str) -> dict[str, object]:
+    return {"host": host, "task": task, "status": "ok", "changed": False}
+
+
+def test_an_upgrade_stopped_in_a_later_play_does_not_call_a_machine_upgraded() -> None:
+    """a is installed, checked and re-rendered; b is installed and checked, then its bridge
+    fails to come back; c's install never ran: only a is upgraded."""
+    run = PlaybookRun("upgrade", Path("run.log"))
+    run.recap = {host: {} for host in ("a", "b", "a1", "a2", "b1")}
+    install = "memctl_install : Install memctl and its dependencies"
+    run.results = [
+        _ok("a", install),
+        _ok("b", install),
+        _failed("b1", "failed", "Check that the bridge answers /health before the next one moves", "503"),
+        _ok("a1", "client_config : Render the client configs"),
+        _ok("a2", "client_config : Render the client configs"),
+    ]
+    message = _per_project(_inventory(), PlaybookFailed("failed", run), "upgrade")
+    assert message.splitlines()[2:] == [
+        "upgraded: a (a1, a2)",
+        "not touched: c (c1)",
+        "full log: run.log",
+    ]
+    run.results = run.results[:3]  # the run stopped before any project was re-rendered
+    message = _per_project(_inventory(), PlaybookFailed("failed", run), "upgrade")
+    assert message.splitlines()[2:] == [
+        "upgraded: none",
+        "memctl installed and checked, services and settings not moved yet: a (a1, a2)",
+        "not touched: c (c1)",
+        "full log: run.log",
+    ]
 
 
 def test_limit_keeps_the_named_machines_and_refuses_an_unknown_one() -> None:
