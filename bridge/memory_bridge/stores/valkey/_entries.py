@@ -35,7 +35,7 @@ from .._base import (
 from .._clock import format_instant
 from .._query import query_terms
 from ._errors import client_retry, map_valkey_errors
-from ._index import IndexState, Ranking, WordIndex, snapshot_words
+from ._index import Counts, IndexState, Ranking, WordIndex, snapshot_words
 from ._keys import KeyLayout, LegacyClusterKeys, shard_layouts, shard_of, shards_pattern
 from ._legacy import LegacyMover
 from ._rank import entry_terms, order, rank
@@ -154,11 +154,18 @@ def _connect(target: ValkeyTarget) -> Any:
 
 
 def _merge(shards: Sequence[Ranking], terms: list[str]) -> Ranking:
-    """The shards' rankings as one: their entries, totals and term frequencies add up."""
+    """The shards' rankings as one: their rows, totals and term frequencies add up."""
     frequency = {t: sum(shard.frequency[t] for shard in shards) for t in terms}
     candidates = [c for shard in shards for c in shard.candidates]
     total = sum(shard.total for shard in shards)
-    return Ranking(candidates, total, frequency, "all")
+    matched = sum(shard.matched for shard in shards)
+    return Ranking(candidates, total, frequency, shards[0].mode, matched)
+
+
+def _added(shards: Sequence[Counts]) -> Counts:
+    """The shards' counts as the store's."""
+    frequency = [sum(column) for column in zip(*(shard.frequency for shard in shards), strict=True)]
+    return Counts(sum(s.searched for s in shards), sum(s.complete for s in shards), frequency)
 
 
 class ValkeyEntryStore:
@@ -532,25 +539,40 @@ class ValkeyEntryStore:
         return sets
 
     async def _indexed(self, flt: EntryFilter, terms: list[str], offset: int, limit: int) -> EntryPage | None:
-        """A page ranked from the word index: only the page's entries are fetched whole.
-        None while the index is not built (or a cluster still holds entries in the old
-        layout), or when the query matches too much of a shard for one script: the
-        caller scans. On a cluster every shard answers for its entries at once; their
-        counts add up to the store's, so the order is the one a single node gives."""
+        """A page ranked from the word index: the search script scores the matches and
+        returns only the rows that can be on the page, which the bridge orders exactly;
+        only the page's entries are fetched whole. None while the index is not built (or
+        a cluster still holds entries in the old layout), or when the query matches too
+        much of a shard for one script: the caller scans.
+
+        On a cluster every shard answers for its entries at once. A one-term query's order
+        does not depend on the term's frequency (it scales every score alike), so each
+        shard ranks by its own counts; with more terms, a first round adds the shards'
+        counts up and each shard then scores with the store's. Either way the order,
+        totals and `match` are a single node's."""
         if self._legacy:
             return None
+        sets = [self._filter_sets(flt, keys) for keys in self._layouts]
+        scope: Counts | None = None
+        if len(self._indexes) > 1 and len(terms) > 1:
+            counts = await asyncio.gather(
+                *(index.counts(terms, s) for index, s in zip(self._indexes, sets, strict=True))
+            )
+            if any(shard is None for shard in counts):
+                return None
+            scope = _added([shard for shard in counts if shard is not None])
         found = await asyncio.gather(
             *(
-                index.candidates(terms, self._filter_sets(flt, keys))
-                for index, keys in zip(self._indexes, self._layouts, strict=True)
+                index.candidates(terms, s, offset + limit, scope)
+                for index, s in zip(self._indexes, sets, strict=True)
             )
         )
         if any(shard is None for shard in found):
             return None
         merged = _merge([shard for shard in found if shard is not None], terms)
-        ordered, mode = order(merged.candidates, terms, merged.total, merged.frequency)
+        ordered, _ = order(merged.candidates, terms, merged.total, merged.frequency)
         page = await self._fetch(c.id for c in ordered[offset : offset + limit])
-        return EntryPage(page, len(ordered), match=mode)
+        return EntryPage(page, merged.matched, match=merged.mode)
 
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:
