@@ -35,7 +35,7 @@ from .._base import (
 from .._clock import format_instant
 from .._query import query_terms
 from ._errors import client_retry, map_valkey_errors
-from ._index import Counts, IndexState, Ranking, WordIndex, snapshot_words
+from ._index import IndexState, Ranking, WordIndex, snapshot_words
 from ._keys import KeyLayout, LegacyClusterKeys, shard_layouts, shard_of, shards_pattern
 from ._legacy import LegacyMover
 from ._rank import entry_terms, order, rank
@@ -160,12 +160,6 @@ def _merge(shards: Sequence[Ranking], terms: list[str]) -> Ranking:
     total = sum(shard.total for shard in shards)
     matched = sum(shard.matched for shard in shards)
     return Ranking(candidates, total, frequency, shards[0].mode, matched)
-
-
-def _added(shards: Sequence[Counts]) -> Counts:
-    """The shards' counts as the store's."""
-    frequency = [sum(column) for column in zip(*(shard.frequency for shard in shards), strict=True)]
-    return Counts(sum(s.searched for s in shards), sum(s.complete for s in shards), frequency)
 
 
 class ValkeyEntryStore:
@@ -547,32 +541,27 @@ class ValkeyEntryStore:
 
         On a cluster every shard answers for its entries at once. A one-term query's order
         does not depend on the term's frequency (it scales every score alike), so each
-        shard ranks by its own counts; with more terms, a first round adds the shards'
-        counts up and each shard then scores with the store's. Either way the order,
-        totals and `match` are a single node's."""
+        shard cuts by its own counts; with more terms the scores need the store's counts,
+        so each shard returns every match and the bridge ranks them all (a first round
+        adding the counts up cost more than it saved: bench/README.md). Either way the
+        order, totals and `match` are a single node's."""
         if self._legacy:
             return None
-        sets = [self._filter_sets(flt, keys) for keys in self._layouts]
-        scope: Counts | None = None
-        if len(self._indexes) > 1 and len(terms) > 1:
-            counts = await asyncio.gather(
-                *(index.counts(terms, s) for index, s in zip(self._indexes, sets, strict=True))
-            )
-            if any(shard is None for shard in counts):
-                return None
-            scope = _added([shard for shard in counts if shard is not None])
+        cut = len(self._indexes) == 1 or len(terms) == 1
         found = await asyncio.gather(
             *(
-                index.candidates(terms, s, offset + limit, scope)
-                for index, s in zip(self._indexes, sets, strict=True)
+                index.candidates(terms, self._filter_sets(flt, keys), offset + limit if cut else None)
+                for index, keys in zip(self._indexes, self._layouts, strict=True)
             )
         )
         if any(shard is None for shard in found):
             return None
         merged = _merge([shard for shard in found if shard is not None], terms)
-        ordered, _ = order(merged.candidates, terms, merged.total, merged.frequency)
+        ordered, mode = order(merged.candidates, terms, merged.total, merged.frequency)
         page = await self._fetch(c.id for c in ordered[offset : offset + limit])
-        return EntryPage(page, merged.matched, match=merged.mode)
+        if cut:
+            return EntryPage(page, merged.matched, match=merged.mode)
+        return EntryPage(page, len(ordered), match=mode)  # the shards' rows in their own modes
 
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:

@@ -20,7 +20,7 @@ from ._keys import KeyLayout
 from ._rank import Candidate, Mode, entry_terms
 from ._scripts import INDEX_BATCH, INDEX_READ, SEARCH
 
-__all__ = ["Counts", "IndexState", "Ranking", "WordIndex", "snapshot_words"]
+__all__ = ["IndexState", "Ranking", "WordIndex", "snapshot_words"]
 
 # Entries whose recorded expiry is at most this far ahead are checked for being gone when
 # a search counts the entries searched: covers clock differences between bridges and server.
@@ -48,16 +48,6 @@ class Ranking:
     frequency: dict[str, int]
     mode: Mode
     matched: int
-
-
-@dataclass(frozen=True, slots=True)
-class Counts:
-    """What scoring needs of a whole store (a cluster's shards' added up): how many entries
-    were searched, how many have every term, and per term how many have it."""
-
-    searched: int
-    complete: int
-    frequency: list[int]
 
 
 def _fields(flat: list[Any]) -> dict[str, str]:
@@ -93,7 +83,10 @@ class WordIndex:
         self._read = client.register_script(INDEX_READ)
         self._batch = client.register_script(INDEX_BATCH)
 
-    async def _call(self, terms: list[str], filter_sets: list[str], **extra: Any) -> list[Any] | None:
+    async def candidates(self, terms: list[str], filter_sets: list[str], depth: int | None) -> Ranking | None:
+        """The rows that can be among the best `depth` (None: every row) for the terms among
+        the live entries of the filter sets; None while the index is not built, or when
+        the terms match too many entries for one script (the caller scans)."""
         keys = [self._keys.own(k) for k in ("memidx", "memcount", "memexp", "memvocab")]
         args = {
             "prefix": self._keys.prefix,
@@ -102,35 +95,12 @@ class WordIndex:
             "now": self._clock(),
             "slack": EXPIRY_SLACK_SECONDS,
             "max_visits": MAX_VISITS,
-            **extra,
+            "depth": MAX_VISITS if depth is None else max(depth, 1),  # no more rows than visits
         }
         reply = await self._search(keys=keys, args=[json.dumps(args)])
-        return None if reply[0] != "ok" else list(reply[1:])
-
-    async def counts(self, terms: list[str], filter_sets: list[str]) -> Counts | None:
-        """This keyspace's counts for the terms among the live entries of the filter sets;
-        None while the index is not built, or when the terms match too many entries."""
-        reply = await self._call(terms, filter_sets, stats=True)
-        if reply is None:
+        if reply[0] != "ok":
             return None
-        searched, complete, freq = reply
-        return Counts(int(searched), int(complete), [int(f) for f in freq])
-
-    async def candidates(
-        self, terms: list[str], filter_sets: list[str], depth: int, scope: Counts | None = None
-    ) -> Ranking | None:
-        """The rows that can be among the best `depth` for the terms among the live entries
-        of the filter sets, scored with `scope`'s counts (default: this keyspace's); None
-        while the index is not built, or when the terms match too many entries for one
-        script (the caller scans)."""
-        extra: dict[str, Any] = {"depth": max(depth, 1)}
-        if scope is not None:
-            mode = "all" if scope.complete or len(terms) == 1 else "any"
-            extra["global"] = {"searched": scope.searched, "freq": scope.frequency, "mode": mode}
-        reply = await self._call(terms, filter_sets, **extra)
-        if reply is None:
-            return None
-        total, mode, freq, rows, matched = reply
+        _, total, mode, freq, rows, matched = reply
         candidates = []
         for id, hits, updated, *texts in json.loads(rows):
             counts = {

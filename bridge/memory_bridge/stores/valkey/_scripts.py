@@ -441,14 +441,11 @@ return 1
 # same counts (the same score in Python too). The bridge orders those exactly.
 # A row is [id, hits, updated, then per term its counts "t,i,g,b"], all rows one JSON
 # text (one string is far cheaper for the client to read than an array per row).
-# On a cluster, `stats` asks a shard only for its counts (searched, rows with every term,
-# freq) and `global` ({searched, freq, mode}) gives it the store's, to score with.
 # KEYS: memidx, memcount, memexp, memvocab
 # ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack, max_visits,
-#           depth, stats (optional), global (optional)}
+#           depth}
 # Returns {'unbuilt'} while the index is being built, {'too_many'} when the terms match
-# more than max_visits entries, {'ok', searched, complete, freq} for `stats`, else
-# {'ok', searched, mode, freq, rows, matched}.
+# more than max_visits entries, else {'ok', searched, mode, freq, rows, matched}.
 SEARCH = r"""
 local a = cjson.decode(ARGV[1])
 if redis.call('GET', KEYS[1]) ~= 'ready' then return {'unbuilt'} end
@@ -552,13 +549,8 @@ else
   if type(total) ~= 'number' then total = #redis.call('SINTER', unpack(a.filters)) end
 end
 local searched = total - dead
-if a.stats then return {'ok', searched, complete, freq} end
 local mode, n, f = 'all', searched, freq
-if a.global then
-  mode, n, f = a.global.mode, a.global.searched, a.global.freq
-elseif complete == 0 and nterms > 1 then
-  mode = 'any'
-end
+if complete == 0 and nterms > 1 then mode = 'any' end
 -- Scores, as _rank.order computes them; a term's part of a score is computed once per
 -- distinct counts (summed per term first, so a sum of several terms may differ from
 -- Python's in its last bits: the margin above covers that).
