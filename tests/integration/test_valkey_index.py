@@ -247,7 +247,7 @@ def test_a_query_matching_too_much_for_one_script_scans(
             await fill(store, 300)
             before = await both_ways(store, server)
             monkeypatch.setattr("memory_bridge.stores.valkey._index.MAX_VISITS", 5)
-            assert await store._indexes[0].candidates(["alpha"], []) is None  # too many for the script
+            assert await store._indexes[0].candidates(["alpha"], [], 10) is None  # too many for the script
             assert await both_ways(store, server) == before
         finally:
             await store.close()

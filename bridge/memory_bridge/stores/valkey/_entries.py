@@ -154,11 +154,12 @@ def _connect(target: ValkeyTarget) -> Any:
 
 
 def _merge(shards: Sequence[Ranking], terms: list[str]) -> Ranking:
-    """The shards' rankings as one: their entries, totals and term frequencies add up."""
+    """The shards' rankings as one: their rows, totals and term frequencies add up."""
     frequency = {t: sum(shard.frequency[t] for shard in shards) for t in terms}
     candidates = [c for shard in shards for c in shard.candidates]
     total = sum(shard.total for shard in shards)
-    return Ranking(candidates, total, frequency, "all")
+    matched = sum(shard.matched for shard in shards)
+    return Ranking(candidates, total, frequency, shards[0].mode, matched)
 
 
 class ValkeyEntryStore:
@@ -532,16 +533,24 @@ class ValkeyEntryStore:
         return sets
 
     async def _indexed(self, flt: EntryFilter, terms: list[str], offset: int, limit: int) -> EntryPage | None:
-        """A page ranked from the word index: only the page's entries are fetched whole.
-        None while the index is not built (or a cluster still holds entries in the old
-        layout), or when the query matches too much of a shard for one script: the
-        caller scans. On a cluster every shard answers for its entries at once; their
-        counts add up to the store's, so the order is the one a single node gives."""
+        """A page ranked from the word index: the search script scores the matches and
+        returns only the rows that can be on the page, which the bridge orders exactly;
+        only the page's entries are fetched whole. None while the index is not built (or
+        a cluster still holds entries in the old layout), or when the query matches too
+        much of a shard for one script: the caller scans.
+
+        On a cluster every shard answers for its entries at once. A one-term query's order
+        does not depend on the term's frequency (it scales every score alike), so each
+        shard cuts by its own counts; with more terms the scores need the store's counts,
+        so each shard returns every match and the bridge ranks them all (a first round
+        adding the counts up cost more than it saved: bench/README.md). Either way the
+        order, totals and `match` are a single node's."""
         if self._legacy:
             return None
+        cut = len(self._indexes) == 1 or len(terms) == 1
         found = await asyncio.gather(
             *(
-                index.candidates(terms, self._filter_sets(flt, keys))
+                index.candidates(terms, self._filter_sets(flt, keys), offset + limit if cut else None)
                 for index, keys in zip(self._indexes, self._layouts, strict=True)
             )
         )
@@ -550,7 +559,9 @@ class ValkeyEntryStore:
         merged = _merge([shard for shard in found if shard is not None], terms)
         ordered, mode = order(merged.candidates, terms, merged.total, merged.frequency)
         page = await self._fetch(c.id for c in ordered[offset : offset + limit])
-        return EntryPage(page, len(ordered), match=mode)
+        if cut:
+            return EntryPage(page, merged.matched, match=merged.mode)
+        return EntryPage(page, len(ordered), match=mode)  # the shards' rows in their own modes
 
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:

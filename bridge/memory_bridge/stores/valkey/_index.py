@@ -39,13 +39,15 @@ class IndexState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Ranking:
-    """The entries to rank (those with every term, or with any if none has all), how many
-    entries were searched, and how many of those have each term."""
+    """The rows that can be among the best `depth` of a query (of the entries with every
+    term, or with any if none has all), how many entries were searched, how many of those
+    have each term, and how many have the terms (the page's total)."""
 
     candidates: list[Candidate]
     total: int
     frequency: dict[str, int]
     mode: Mode
+    matched: int
 
 
 def _fields(flat: list[Any]) -> dict[str, str]:
@@ -81,10 +83,10 @@ class WordIndex:
         self._read = client.register_script(INDEX_READ)
         self._batch = client.register_script(INDEX_BATCH)
 
-    async def candidates(self, terms: list[str], filter_sets: list[str]) -> Ranking | None:
-        """What ranking the terms among the live entries of the filter sets needs; None
-        while the index is not built, or when the terms match too many entries for one
-        script (the caller scans)."""
+    async def candidates(self, terms: list[str], filter_sets: list[str], depth: int | None) -> Ranking | None:
+        """The rows that can be among the best `depth` (None: every row) for the terms among
+        the live entries of the filter sets; None while the index is not built, or when
+        the terms match too many entries for one script (the caller scans)."""
         keys = [self._keys.own(k) for k in ("memidx", "memcount", "memexp", "memvocab")]
         args = {
             "prefix": self._keys.prefix,
@@ -93,11 +95,12 @@ class WordIndex:
             "now": self._clock(),
             "slack": EXPIRY_SLACK_SECONDS,
             "max_visits": MAX_VISITS,
+            "depth": MAX_VISITS if depth is None else max(depth, 1),  # no more rows than visits
         }
         reply = await self._search(keys=keys, args=[json.dumps(args)])
         if reply[0] != "ok":
             return None
-        _, total, mode, freq, rows = reply
+        _, total, mode, freq, rows, matched = reply
         candidates = []
         for id, hits, updated, *texts in json.loads(rows):
             counts = {
@@ -107,7 +110,7 @@ class WordIndex:
             }
             candidates.append(Candidate(id, int(hits or 0), updated, counts))
         frequency = {t: int(f) for t, f in zip(terms, freq, strict=True)}
-        return Ranking(candidates, int(total), frequency, "any" if mode == "any" else "all")
+        return Ranking(candidates, int(total), frequency, "any" if mode == "any" else "all", int(matched))
 
     async def ready(self) -> bool:
         return bool(await self._client.get(self._keys.own("memidx")) == IndexState.READY)

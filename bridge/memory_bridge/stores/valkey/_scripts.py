@@ -423,21 +423,29 @@ return 1
 """
 )
 
-# What ranking a text query needs, from the word index. A term
+# A text query's best rows, from the word index. A term
 # of three or more characters matches the indexed words it begins, a shorter one only
 # itself; an entry's count of a term in each text is the sum over the words it matches.
 # A term's entries come from its words' hashes, or, when the smallest filter set is
 # smaller, from looking that set's members up in them.
 # Only entries in every filter set count, and not those gone (expired, not swept yet:
-# due in memexp by now + slack, their hash missing). `total` is how many live entries the
-# filter sets hold (memcount when unfiltered); `freq` per term how many of them have it.
-# Rows are the entries with every term (`all`) or, if none has, with any (`any`): per
-# row [id, hits, updated, then per term its counts "t,i,g,b"], all rows one JSON text
-# (one string is far cheaper for the client to read than an array per row).
+# due in memexp by now + slack, their hash missing). `searched` is how many live entries
+# the filter sets hold (memcount when unfiltered); `freq` per term how many of them have it.
+# The rows ranked are the entries with every term (`all`) or, if none has, with any
+# (`any`); `matched` is how many. They are scored as `_rank.order` scores them (idf =
+# log(1 + searched / freq), weights 6/4/4/1 for title, id, tags and body, 1 + log(tf)) and
+# only those that can be among the best `depth` come back: every row scoring more than the
+# depth-th best score T (plus a margin: Lua and Python may round a sum differently, so
+# scores within T * EPS of each other are taken as equal), and of the rows scoring about T
+# the best by hits, update time and id (bytewise, as Python compares) among rows with the
+# same counts (the same score in Python too). The bridge orders those exactly.
+# A row is [id, hits, updated, then per term its counts "t,i,g,b"], all rows one JSON
+# text (one string is far cheaper for the client to read than an array per row).
 # KEYS: memidx, memcount, memexp, memvocab
-# ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack, max_visits}
+# ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack, max_visits,
+#           depth}
 # Returns {'unbuilt'} while the index is being built, {'too_many'} when the terms match
-# more than max_visits entries, else {'ok', total, mode, freq, rows}.
+# more than max_visits entries, else {'ok', searched, mode, freq, rows, matched}.
 SEARCH = r"""
 local a = cjson.decode(ARGV[1])
 if redis.call('GET', KEYS[1]) ~= 'ready' then return {'unbuilt'} end
@@ -531,20 +539,6 @@ for _, m in ipairs(members) do
     if row.n == nterms then complete = complete + 1 end
   end
 end
-local mode = 'all'
-if complete == 0 and nterms > 1 then mode = 'any' end
-local out = {}
-for _, m in ipairs(kept) do
-  local row = rows[m]
-  if mode == 'any' or row.n == nterms then
-    local f = redis.call('HMGET', a.prefix .. m, 'title', 'hits', 'updated')
-    if f[1] then
-      local item = {string.sub(m, 5), f[2] or '0', f[3] or ''}
-      for k = 1, nterms do item[k + 3] = row[k] or '0,0,0,0' end
-      out[#out + 1] = item
-    end
-  end
-end
 local total
 if #a.filters == 0 then
   total = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -554,8 +548,149 @@ else
   total = redis.pcall('SINTERCARD', #a.filters, unpack(a.filters))
   if type(total) ~= 'number' then total = #redis.call('SINTER', unpack(a.filters)) end
 end
-if #out == 0 then return {'ok', total - dead, mode, freq, '[]'} end
-return {'ok', total - dead, mode, freq, cjson.encode(out)}
+local searched = total - dead
+local mode, n, f = 'all', searched, freq
+if complete == 0 and nterms > 1 then mode = 'any' end
+-- Scores, as _rank.order computes them; a term's part of a score is computed once per
+-- distinct counts (summed per term first, so a sum of several terms may differ from
+-- Python's in its last bits: the margin above covers that).
+local weights, idf, parts = {6.0, 4.0, 4.0, 1.0}, {}, {}
+for k = 1, nterms do
+  idf[k] = f[k] > 0 and math.log(1 + n / f[k]) or 0.0
+  parts[k] = {}
+end
+local function part(k, c)
+  local s = parts[k][c]
+  if s == nil then
+    s = 0.0
+    local j = 0
+    for d in string.gmatch(c, '%d+') do
+      j = j + 1
+      local tf = tonumber(d)
+      if tf > 0 then s = s + idf[k] * weights[j] * (1 + math.log(tf)) end
+    end
+    parts[k][c] = s
+  end
+  return s
+end
+local function score(row)
+  local s = 0.0
+  for k = 1, nterms do
+    if row[k] then s = s + part(k, row[k]) end
+  end
+  return s
+end
+local ms, sc = {}, {}
+for _, m in ipairs(kept) do
+  local row = rows[m]
+  if mode == 'any' or row.n == nterms then
+    ms[#ms + 1] = m
+    sc[#sc + 1] = score(row)
+  end
+end
+local matched = #ms
+local fields = {}  -- member -> {title, hits, updated}
+local function fetch(m)
+  local got = fields[m]
+  if got == nil then
+    got = redis.call('HMGET', a.prefix .. m, 'title', 'hits', 'updated')
+    fields[m] = got
+  end
+  return got
+end
+-- x < y comparing bytes, as Python compares the UTF-8 texts. Lua's < follows the server's
+-- collation (LC_COLLATE): byte order under C, POSIX and C.UTF-8, where it is used as it is
+-- far cheaper; a locale that orders letters ('a' before 'B', 'é' before 'z') gets the loop.
+local bytes_before
+if 'B' < 'a' and 'Z' < '_' and 'a b' < 'a-b' and 'z' < '\195\169' then
+  bytes_before = function(x, y) return x < y end
+else
+  bytes_before = function(x, y)
+    for i = 1, math.min(#x, #y) do
+      local p, q = string.byte(x, i), string.byte(y, i)
+      if p ~= q then return p < q end
+    end
+    return #x < #y
+  end
+end
+-- _rank.order's order among rows of equal score: hits, updated descending, then id
+local function ahead(x, y)
+  local fx, fy = fetch(x), fetch(y)
+  local hx, hy = tonumber(fx[2]) or 0, tonumber(fy[2]) or 0
+  if hx ~= hy then return hx > hy end
+  local ux, uy = fx[3] or '', fy[3] or ''
+  if ux ~= uy then return bytes_before(uy, ux) end
+  return bytes_before(x, y)
+end
+local picked = {}
+if matched <= a.depth then
+  picked = ms
+else
+  local sorted = {}
+  for i = 1, matched do sorted[i] = sc[i] end
+  table.sort(sorted)
+  local t = sorted[matched - a.depth + 1]
+  local eps = t * 1e-9
+  -- how many rows score more than s + eps: those are ahead of a row scoring s in Python too
+  local function above(s)
+    local lo, hi = 1, matched + 1
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if sorted[mid] > s + eps then hi = mid else lo = mid + 1 end
+    end
+    return matched + 1 - lo
+  end
+  local groups, keys = {}, {}
+  for i = 1, matched do
+    if sc[i] > t + eps then
+      picked[#picked + 1] = ms[i]
+    elseif sc[i] >= t - eps then
+      local row = rows[ms[i]]
+      local parts = {}
+      for k = 1, nterms do parts[k] = row[k] or '' end
+      local key = table.concat(parts, ' ')
+      local group = groups[key]
+      if group == nil then
+        group = {score = sc[i]}
+        groups[key] = group
+        keys[#keys + 1] = key
+      end
+      group[#group + 1] = ms[i]
+    end
+  end
+  for _, key in ipairs(keys) do
+    local group = groups[key]
+    local room = a.depth - above(group.score)
+    if #group <= room then
+      for _, m in ipairs(group) do picked[#picked + 1] = m end
+    else
+      local best = {}
+      for _, m in ipairs(group) do
+        if #best < room or ahead(m, best[#best]) then
+          local i = #best + 1
+          while i > 1 and ahead(m, best[i - 1]) do best[i] = best[i - 1] i = i - 1 end
+          best[i] = m
+          best[room + 1] = nil
+        end
+      end
+      for _, m in ipairs(best) do picked[#picked + 1] = m end
+    end
+  end
+end
+local out = {}
+for _, m in ipairs(picked) do
+  local got = fetch(m)
+  if got[1] then
+    local row = rows[m]
+    local item = {string.sub(m, 5), got[2] or '0', got[3] or ''}
+    for k = 1, nterms do item[k + 3] = row[k] or '0,0,0,0' end
+    out[#out + 1] = item
+  else  -- gone without its words (not through memctl): not a match
+    matched = matched - 1
+  end
+end
+if #out == 0 then return {'ok', searched, mode, freq, '[]', matched} end
+return {'ok', searched, mode, freq, cjson.encode(out), matched}
 """
 
 # Building the word index for entries written before it existed:
