@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,21 @@ from mcp import StdioServerParameters
 from memctl._inventory import write_local_inventory
 
 from ..bridges import MODEL_CACHE, bridge_env
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def ansible_playbook(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run `ansible-playbook ARGS` from the repository with its ansible.cfg, output as text."""
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), *args],
+        cwd=REPO,
+        env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def memctl(

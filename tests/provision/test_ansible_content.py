@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,8 @@ import pytest
 
 from ansible_collections.memctl.stack.plugins.callback.events import _diff_text
 from ansible_collections.memctl.stack.plugins.modules.bridge_token import ensure_token
+
+from .helpers import ansible_playbook
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -29,14 +30,7 @@ def test_ansible_lint_production_profile_is_clean() -> None:
 
 @pytest.mark.parametrize("playbook", sorted(p.name for p in (REPO / "playbooks").glob("*.yml")))
 def test_every_playbook_passes_the_syntax_check(playbook: str) -> None:
-    run = subprocess.run(
-        [str(BIN / "ansible-playbook"), "--syntax-check", "-i", "inventories/local", f"playbooks/{playbook}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
-    )
+    run = ansible_playbook("--syntax-check", "-i", "inventories/local", f"playbooks/{playbook}", timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
 
 

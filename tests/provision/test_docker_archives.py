@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 import yaml
 
+from .helpers import ansible_playbook
+
 REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 
 
 def _archive(path: Path, manifest: object | None) -> Path:
@@ -48,13 +46,6 @@ def test_an_archive_that_cannot_be_loaded_fails_naming_it(
     task = {"ansible.builtin.include_role": {"name": "docker", "tasks_from": "archive"}}
     playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [task]}]))
     extra = json.dumps({"docker_archive": str(archive)})
-    run = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", "-e", extra, str(playbook)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
-    )
+    run = ansible_playbook("-i", "localhost,", "-c", "local", "-e", extra, str(playbook), timeout=120)
     assert run.returncode == 2, run.stdout + run.stderr
     assert f"{archive} {message}" in run.stdout, run.stdout

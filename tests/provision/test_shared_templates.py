@@ -5,9 +5,7 @@ run changes nothing."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,8 +14,9 @@ import yaml
 
 from memctl._templates import render
 
+from .helpers import ansible_playbook
+
 REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 ROLE = REPO / "roles" / "migrations"
 PROJECT = {"slug": "app", "workspace": "/srv/app", "clients": ["claude"], "note": "é <&> 'q' \"dq\""}
 
@@ -49,11 +48,7 @@ def _play(tmp_path: Path, *args: str) -> int:
         "migrations_project": PROJECT,
         "ansible_python_interpreter": sys.executable,
     }
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    command = [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", "-e", json.dumps(extra)]
-    run = subprocess.run(
-        [*command, *args, str(playbook)], env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    run = ansible_playbook("-i", "localhost,", "-c", "local", "-e", json.dumps(extra), *args, str(playbook))
     assert run.returncode == 0, run.stdout + run.stderr
     recap = re.search(r"localhost\s+:.*changed=(\d+)", run.stdout)
     assert recap is not None, run.stdout
