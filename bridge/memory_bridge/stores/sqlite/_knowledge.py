@@ -520,7 +520,7 @@ class SqliteKnowledgeStore:
         if isinstance(ranked, SearchPage):
             return ranked
         fused, hop = ranked
-        residual = self._residual_vector(hop.residual) if hop is not None else None
+        residual = self._query_vector(hop.residual)[0] if hop is not None else None  # None: no hop
 
         def page(conn: sqlite3.Connection, now: float) -> SearchPage:
             ordered = fused
@@ -531,15 +531,6 @@ class SqliteKnowledgeStore:
             return SearchPage(hits, len(scored), degraded)
 
         return self._db.run("search_memory", page, False)
-
-    def _residual_vector(self, text: str) -> np.ndarray | None:
-        """The second hop's query vector; None (no hop) if the model fails now."""
-        if self.embedder is None:
-            return None
-        try:
-            return self.embedder.embed_query(text)
-        except EmbedderUnavailable:
-            return None
 
     def _feedback(
         self,
