@@ -16,11 +16,22 @@ from ..bridges import bridge_env
 
 pytestmark = pytest.mark.anyio
 
-# `memctl serve`, recording the modules it has loaded when the client closes its stdin.
+# `memctl serve`, recording the modules it has loaded once it has answered tools/list (first
+# argument) and when the client closes its stdin (second).
 _RECORDING_SERVE = """
 import atexit, json, sys
-out = sys.argv.pop(1)
-atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+listed, closed = sys.argv.pop(1), sys.argv.pop(1)
+def record(path):
+    with open(path, "w") as out:
+        json.dump(sorted(sys.modules), out)
+from memory_bridge import _server
+answer = _server._Server.list_tools
+async def list_tools(self):
+    tools = await answer(self)
+    record(listed)
+    return tools
+_server._Server.list_tools = list_tools
+atexit.register(record, closed)
 from memctl.cli import cli
 cli(prog_name="memctl")
 """
@@ -37,20 +48,37 @@ DEFERRED = (
 )
 """Loaded by the model, the Dify or Valkey store, the metrics, or HTTP (and its workers), when used."""
 
+TOOLS = ("memory_bridge.tools._entries", "memory_bridge.tools._knowledge", "memory_bridge.tools._results")
+"""The tools and their result models: loaded by the first tools/call (or a start with no
+cached listing, which builds it)."""
 
-async def test_tools_list_loads_no_model_http_client_or_valkey(tmp_path: Path) -> None:
-    record = tmp_path / "modules.json"
+
+async def _serve(tmp_path: Path, call: str | None = None) -> tuple[list[str], set[str], set[str]]:
+    """Spawn `memctl serve` as a client config does, list its tools, then call `call` if
+    given: the tools' names, and the modules loaded once tools/list was answered and at exit."""
+    listed, closed = tmp_path / "listed.json", tmp_path / "closed.json"
     project = tmp_path / "project"
-    project.mkdir()
+    project.mkdir(exist_ok=True)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", _RECORDING_SERVE, str(record), "serve", "--project", str(project)],
-        env=bridge_env(),
+        args=["-c", _RECORDING_SERVE, str(listed), str(closed), "serve", "--project", str(project)],
+        env=bridge_env(MEMCTL_MODEL_CACHE_DIR=str(tmp_path / "cache")),
         cwd=str(project),
     )
     async with Client(params) as client:
-        tools = await client.list_tools()
-    assert "memory_set" in {tool.name for tool in tools.tools}
-    loaded = set(json.loads(record.read_text()))
-    assert "memory_bridge._server" in loaded  # the record is the server's own
-    assert not [name for name in DEFERRED if name in loaded]
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        if call is not None:
+            assert not (await client.call_tool(call, {})).is_error
+    return names, set(json.loads(listed.read_text())), set(json.loads(closed.read_text()))
+
+
+async def test_tools_list_loads_no_model_http_client_valkey_or_tools(tmp_path: Path) -> None:
+    first, built, _ = await _serve(tmp_path)  # no cached listing yet: this start builds it
+    assert "memory_set" in first
+    assert "memory_bridge._server" in built  # the record is the server's own
+    assert not [name for name in DEFERRED if name in built]
+
+    names, listed, closed = await _serve(tmp_path, call="memory_list")
+    assert names == first
+    assert not [name for name in (*DEFERRED, *TOOLS) if name in listed]
+    assert set(TOOLS) <= closed  # the call loaded the tools
