@@ -90,11 +90,15 @@ class _Server(BridgeServer):
             self._tools_added = True
 
     async def list_tools(self) -> list[Tool]:
-        if not self._tools_added and (cached := read_listing(self._cache_dir, listing_key())) is not None:
+        if self._tools_added:
+            return await super().list_tools()
+        key = listing_key()
+        cached = read_listing(self._cache_dir, key)
+        if cached is not None:
             return cached
         self._add_tools()
         tools = await super().list_tools()
-        write_listing(self._cache_dir, listing_key(), tools)
+        write_listing(self._cache_dir, key, tools)  # once: later listings come from the tools
         return tools
 
     async def call_tool(

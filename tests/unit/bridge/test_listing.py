@@ -60,6 +60,13 @@ async def test_the_cache_is_what_a_later_server_answers(tmp_path: Path) -> None:
     assert served[0]["description"] == "from the cache"
     assert served[1:] == built[1:]
 
+    settings = load_settings(project=tmp_path, embedding_model="none", model_cache_dir=cache)
+    async with open_state(settings) as state, Client(build_server(state)) as client:
+        await client.call_tool("memory_list", {})
+        relisted = [tool.model_dump(mode="json") for tool in (await client.list_tools()).tools]
+    assert relisted == built  # once the tools are added, they answer, and the cache is left alone
+    assert json.loads(path.read_text()) == items
+
 
 async def test_a_listing_of_other_code_is_never_served(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
