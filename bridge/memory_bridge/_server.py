@@ -6,7 +6,9 @@ transport starts, and the HTTP face shares the same state for /health and /metri
 
 The tools are added when first needed: `tools/list` is answered from the cached listing
 (`_listing`) while there is one for this code, and the first `tools/call` adds them, so a
-cold start does not import the tools' modules nor build their schemas.
+cold start does not import the tools' modules nor build their schemas. On stdio they are
+also added a moment after that first answer, while the client's agent is still thinking,
+so its first call seldom waits for them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult, Tool
@@ -30,6 +33,8 @@ from .tools._register import ToolSet, add_tools
 from .tools._state import AppState
 
 __all__ = ["SERVER_NAME", "build_server"]
+
+ADD_TOOLS_AFTER_SECONDS = 1.0  # after the cached listing, on stdio: the client's next requests go first
 
 SERVER_NAME = "memctl"
 _INSTRUCTIONS = """Project memory for coding agents.
@@ -82,6 +87,7 @@ class _Server(BridgeServer):
         super().__init__(*args, **kwargs)
         self._cache_dir = cache_dir
         self._tools_added = False
+        self._listed = anyio.Event()
 
     def _add_tools(self) -> None:
         if not self._tools_added:
@@ -95,6 +101,7 @@ class _Server(BridgeServer):
         key = listing_key()
         cached = read_listing(self._cache_dir, key)
         if cached is not None:
+            self._listed.set()
             return cached
         self._add_tools()
         tools = await super().list_tools()
@@ -110,6 +117,17 @@ class _Server(BridgeServer):
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
         self._add_tools()
         return super()._tool_input_schema(name)
+
+    async def _add_tools_after_listing(self) -> None:
+        await self._listed.wait()
+        await anyio.sleep(ADD_TOOLS_AFTER_SECONDS)
+        self._add_tools()
+
+    async def run_stdio_async(self) -> None:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._add_tools_after_listing)
+            await super().run_stdio_async()
+            tasks.cancel_scope.cancel()
 
 
 async def _count_tool_calls(ctx: ServerRequestContext[AppState, Any], call_next: CallNext) -> HandlerResult:
