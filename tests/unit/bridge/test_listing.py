@@ -81,7 +81,7 @@ async def test_a_listing_of_other_code_is_never_served(
     assert (cache / f"tools-{'0' * 32}.json").is_file()
 
 
-@pytest.mark.parametrize("damage", ["", "{", '{"name": "x"}', "[1, 2]", '[{"name": 3}]'])
+@pytest.mark.parametrize("damage", ["{", '{"name": "x"}', '[{"name": 3}]'])
 async def test_a_damaged_listing_is_rebuilt(tmp_path: Path, damage: str) -> None:
     cache = tmp_path / "cache"
     built = await _listed(tmp_path, cache)
