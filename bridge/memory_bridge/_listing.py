@@ -15,7 +15,7 @@ import hashlib
 import json
 import logging
 import sys
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pydantic
@@ -31,15 +31,22 @@ _PACKAGE = Path(__file__).resolve().parent
 _KEEP = 4  # listings kept in a cache directory: other installs or versions of memctl may share it
 
 
+def _version(distribution: str) -> str:
+    try:
+        return version(distribution)
+    except PackageNotFoundError:  # e.g. a later SDK that ships its types inside `mcp`
+        return "-"
+
+
 @functools.cache
 def listing_key() -> str:
     """What the tools' listing is built from, hashed: the bridge's sources, the versions of
     memctl, the SDK, pydantic and Python, and whether Python strips docstrings (`-OO`)."""
     digest = hashlib.blake2b(digest_size=16)
     for part in (
-        version("memctl"),
-        version("mcp"),
-        version("mcp-types"),
+        _version("memctl"),
+        _version("mcp"),
+        _version("mcp-types"),
         pydantic.VERSION,
         pydantic_core.__version__,
         sys.version,
