@@ -3,28 +3,38 @@
 The server's lifespan hands the tools the bridge state (`tools._state.AppState`), which
 `_serve.open_state` opens first: a store that cannot open fails startup before any
 transport starts, and the HTTP face shares the same state for /health and /metrics.
+
+The tools are added when first needed: `tools/list` is answered from the cached listing
+(`_listing`) while there is one for this code, and the first `tools/call` adds them, so a
+cold start does not import the tools' modules nor build their schemas. On stdio they are
+also added a moment after that first answer, while the client's agent is still thinking,
+so its first call seldom waits for them.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, InputRequiredResult, Tool
 
+from ._listing import listing_key, read_listing, write_listing
 from ._stdio import BridgeServer
 from .search._background import foreground
-from .tools._entries import entry_tools
-from .tools._knowledge import knowledge_tools
-from .tools._register import add_tools
+from .tools._register import ToolSet, add_tools
 from .tools._state import AppState
 
 __all__ = ["SERVER_NAME", "build_server"]
+
+ADD_TOOLS_AFTER_SECONDS = 1.0  # after the cached listing, on stdio: the client's next requests go first
 
 SERVER_NAME = "memctl"
 _INSTRUCTIONS = """Project memory for coding agents.
@@ -54,7 +64,70 @@ def _outcome(result: HandlerResult) -> str:
     return "ok"
 
 
-_TOOL_NAMES = frozenset(entry_tools.names + knowledge_tools.names)
+@functools.cache
+def _tool_sets() -> tuple[ToolSet, ...]:
+    """The bridge's tools, imported on first use."""
+    from .tools._entries import entry_tools
+    from .tools._knowledge import knowledge_tools
+
+    return entry_tools, knowledge_tools
+
+
+@functools.cache
+def _tool_names() -> frozenset[str]:
+    return frozenset(name for tools in _tool_sets() for name in tools.names)
+
+
+class _Server(BridgeServer):
+    """The bridge's server: its tools are added on first use, and until then `tools/list`
+    is answered from the listing cached in `cache_dir` (written by the first start that
+    built it)."""
+
+    def __init__(self, *args: Any, cache_dir: Path, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cache_dir = cache_dir
+        self._tools_added = False
+        self._listed = anyio.Event()
+
+    def _add_tools(self) -> None:
+        if not self._tools_added:
+            for tools in _tool_sets():
+                add_tools(self, tools)
+            self._tools_added = True
+
+    async def list_tools(self) -> list[Tool]:
+        if self._tools_added:
+            return await super().list_tools()
+        key = listing_key()
+        cached = read_listing(self._cache_dir, key)
+        if cached is not None:
+            self._listed.set()
+            return cached
+        self._add_tools()
+        tools = await super().list_tools()
+        write_listing(self._cache_dir, key, tools)  # once: later listings come from the tools
+        return tools
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        self._add_tools()
+        return await super().call_tool(name, arguments, context)
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        self._add_tools()
+        return super()._tool_input_schema(name)
+
+    async def _add_tools_after_listing(self) -> None:
+        await self._listed.wait()
+        await anyio.sleep(ADD_TOOLS_AFTER_SECONDS)
+        self._add_tools()
+
+    async def run_stdio_async(self) -> None:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._add_tools_after_listing)
+            await super().run_stdio_async()
+            tasks.cancel_scope.cancel()
 
 
 async def _count_tool_calls(ctx: ServerRequestContext[AppState, Any], call_next: CallNext) -> HandlerResult:
@@ -64,7 +137,7 @@ async def _count_tool_calls(ctx: ServerRequestContext[AppState, Any], call_next:
         with foreground.serving():
             return await call_next(ctx)
     name = (ctx.params or {}).get("name")
-    tool = name if name in _TOOL_NAMES else "unknown"  # bounded labels
+    tool = name if name in _tool_names() else "unknown"  # bounded labels
     started = time.perf_counter()
     outcome = "error"
     try:
@@ -84,14 +157,13 @@ def build_server(state: AppState) -> MCPServer[AppState]:
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
         yield state
 
-    mcp: MCPServer[AppState] = BridgeServer(
+    mcp = _Server(
         SERVER_NAME,
         version=version("memctl"),
         instructions=_INSTRUCTIONS,
         log_level=state.settings.log_level,
         lifespan=lifespan,
+        cache_dir=state.settings.model_cache,
     )
     mcp.middleware.append(_count_tool_calls)
-    add_tools(mcp, entry_tools)
-    add_tools(mcp, knowledge_tools)
     return mcp

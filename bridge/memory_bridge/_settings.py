@@ -92,8 +92,8 @@ class Settings(BaseSettings):
     )
     model_cache_dir: Path | None = Field(
         None,
-        description="Where the int8 model is cached "
-        "(default: `$XDG_CACHE_HOME/memctl`, else `~/.cache/memctl`).",
+        description="Where the int8 model and the tools' listing (answered at start-up without building "
+        "the tools) are cached (default: `$XDG_CACHE_HOME/memctl`, else `~/.cache/memctl`).",
     )
     embedding_url: str | None = Field(
         None,

@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -16,11 +17,27 @@ from ..bridges import bridge_env
 
 pytestmark = pytest.mark.anyio
 
-# `memctl serve`, recording the modules it has loaded when the client closes its stdin.
+# `memctl serve`, recording the modules it has loaded once it has answered tools/list (first
+# argument) and once it has added its tools (second).
 _RECORDING_SERVE = """
-import atexit, json, sys
-out = sys.argv.pop(1)
-atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+import json, sys
+listed, added = sys.argv.pop(1), sys.argv.pop(1)
+def record(path):
+    with open(path, "w") as out:
+        json.dump(sorted(sys.modules), out)
+from memory_bridge import _server
+answer, add = _server._Server.list_tools, _server._Server._add_tools
+async def list_tools(self):
+    tools = await answer(self)
+    record(listed)
+    return tools
+def add_tools(self):
+    first = not self._tools_added
+    add(self)
+    if first:
+        record(added)
+_server._Server.list_tools = list_tools
+_server._Server._add_tools = add_tools
 from memctl.cli import cli
 cli(prog_name="memctl")
 """
@@ -37,20 +54,43 @@ DEFERRED = (
 )
 """Loaded by the model, the Dify or Valkey store, the metrics, or HTTP (and its workers), when used."""
 
+TOOLS = ("memory_bridge.tools._entries", "memory_bridge.tools._knowledge", "memory_bridge.tools._results")
+"""The tools and their result models: loaded a moment after a listing answered from the
+cache, by the first tools/call if it comes sooner, or by a start with no cached listing."""
 
-async def test_tools_list_loads_no_model_http_client_or_valkey(tmp_path: Path) -> None:
-    record = tmp_path / "modules.json"
+
+async def _serve(tmp_path: Path, *, then_call: str | None = None) -> tuple[list[str], set[str], set[str]]:
+    """Spawn `memctl serve` as a client config does and list its tools; with `then_call`,
+    wait until the server has added its tools by itself, then call that tool. The tools'
+    names, and the modules loaded once tools/list was answered and once the tools were added."""
+    listed, added = tmp_path / "listed.json", tmp_path / "added.json"
+    added.unlink(missing_ok=True)
     project = tmp_path / "project"
-    project.mkdir()
+    project.mkdir(exist_ok=True)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", _RECORDING_SERVE, str(record), "serve", "--project", str(project)],
-        env=bridge_env(),
+        args=["-c", _RECORDING_SERVE, str(listed), str(added), "serve", "--project", str(project)],
+        env=bridge_env(MEMCTL_MODEL_CACHE_DIR=str(tmp_path / "cache")),
         cwd=str(project),
     )
     async with Client(params) as client:
-        tools = await client.list_tools()
-    assert "memory_set" in {tool.name for tool in tools.tools}
-    loaded = set(json.loads(record.read_text()))
-    assert "memory_bridge._server" in loaded  # the record is the server's own
-    assert not [name for name in DEFERRED if name in loaded]
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        if then_call is not None:
+            with anyio.fail_after(60):  # a generous bound, not a timing: it takes about a second
+                while not added.exists():
+                    await anyio.sleep(0.05)
+            assert not (await client.call_tool(then_call, {})).is_error
+    return names, set(json.loads(listed.read_text())), set(json.loads(added.read_text()))
+
+
+async def test_tools_list_loads_no_model_http_client_valkey_or_tools(tmp_path: Path) -> None:
+    first, built, _ = await _serve(tmp_path)  # no cached listing yet: this start builds it
+    assert "memory_set" in first
+    assert "memory_bridge._server" in built  # the record is the server's own
+    assert not [name for name in DEFERRED if name in built]
+
+    names, listed, added = await _serve(tmp_path, then_call="memory_list")
+    assert names == first
+    assert not [name for name in (*DEFERRED, *TOOLS) if name in listed]
+    assert set(TOOLS) <= added  # added after the listing without a call; the call is served
+    assert not [name for name in DEFERRED if name in added]
