@@ -442,11 +442,12 @@ return 1
 # A row's score depends on its counts alone, so rows are put in buckets by their counts
 # (a few dozen distinct ones, however many rows): scores are computed and sorted per
 # bucket, and a row costs one table insert per term and one append.
-# A row is [id, hits, updated, then per term its counts "t,i,g,b"], all rows one JSON
-# text (one string is far cheaper for the client to read than an array per row).
+# A row is [id, hits, updated, then per term its counts "t,i,g,b"], and with `whole` the
+# entry's hash (HGETALL's flat list) last, so the page needs no second call; all rows one
+# JSON text (one string is far cheaper for the client to read than an array per row).
 # KEYS: memidx, memcount, memexp, memvocab
 # ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack, max_visits,
-#           depth}
+#           depth, whole}
 # Returns {'unbuilt'} while the index is being built, {'too_many'} when the terms match
 # more than max_visits entries, else {'ok', searched, mode, freq, rows, matched}.
 SEARCH = r"""
@@ -779,11 +780,23 @@ else
 end
 local out = {}
 for i, m in ipairs(picked) do
-  local got = fetch(m)
+  local got, flat = nil, nil
+  if a.whole then
+    flat = redis.call('HGETALL', a.prefix .. m)
+    got = {}
+    for j = 1, #flat, 2 do
+      local f = flat[j]
+      if f == 'title' then got[1] = flat[j + 1] elseif f == 'hits' then got[2] = flat[j + 1]
+      elseif f == 'updated' then got[3] = flat[j + 1] end
+    end
+  else
+    got = fetch(m)
+  end
   if got[1] then
     local item = {string.sub(m, 5), got[2] or '0', got[3] or ''}
     local parts = parts_of[picked_key[i]]
     for k = 1, nterms do item[k + 3] = parts[k] ~= '' and parts[k] or '0,0,0,0' end
+    if flat then item[nterms + 4] = flat end
     out[#out + 1] = item
   else  -- gone without its words (not through memctl): not a match
     matched = matched - 1
