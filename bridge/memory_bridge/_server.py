@@ -52,13 +52,16 @@ _INSTRUCTIONS = """Project memory for coding agents.
 
 def _outcome(result: HandlerResult) -> str:
     """ok, error, or the in-band refusal (conflict, operation_id_mismatch) of a tool result."""
-    if isinstance(result, CallToolResult):
-        result = result.model_dump(by_alias=True)
-    if not isinstance(result, dict):
+    if isinstance(result, CallToolResult):  # read as it is: a dump would copy the whole page
+        if result.is_error:
+            return "error"
+        structured = result.structured_content or {}
+    elif not isinstance(result, dict):
         return "ok"
-    if result.get("isError"):
+    elif result.get("isError"):
         return "error"
-    structured = result.get("structuredContent") or {}
+    else:
+        structured = result.get("structuredContent") or {}
     if structured.get("ok") is False:
         return str(structured.get("error") or "rejected")
     return "ok"

@@ -134,12 +134,14 @@ async def test_metrics_count_writes_conflicts_searches_and_tool_outcomes(bridge:
         await client.call_tool("memory_set", {**ENTRY, "id": "metrics-entry", "if_version": 0})
         await client.call_tool("memory_search", {"query": "zzzz-never-matches"})
         await client.call_tool("memory_get", {"id": "metrics-entry"})
+        await client.call_tool("memory_get", {"id": "metrics-missing"})
     assert _metric(bridge, "memory_write_total") == writes + 1
     assert _metric(bridge, "memory_conflict_total") == conflicts + 1
     assert _metric(bridge, "memory_search_empty_total") >= 1
     assert _metric(bridge, "memory_entries_total") >= 1
     assert _metric(bridge, "memctl_tool_calls_total", tool="memory_set", outcome="conflict") >= 1
     assert _metric(bridge, "memctl_tool_calls_total", tool="memory_get", outcome="ok") >= 1
+    assert _metric(bridge, "memctl_tool_calls_total", tool="memory_get", outcome="error") >= 1
     assert _metric(bridge, "memctl_tool_duration_seconds_count", tool="memory_set", outcome="ok") >= 1
     assert _metric(bridge, "memory_search_duration_seconds_count") >= 1
 

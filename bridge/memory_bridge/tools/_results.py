@@ -10,6 +10,7 @@ puts them.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -49,12 +50,20 @@ class ToolResult(BaseModel):
 
     @model_serializer(mode="wrap")
     def _given_keys_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        given = {
-            self.__class__.model_fields[name].alias or name if name in self.__class__.model_fields else name
-            for name in self.model_fields_set
-        }
         data: dict[str, Any] = handler(self)
-        return {key: value for key, value in data.items() if key in given}
+        keys = _wire_keys(type(self))
+        given = self.model_fields_set
+        if given.issuperset(keys):  # every field given: the usual case, nothing to leave out
+            return data
+        wanted = {keys.get(name, name) for name in given}
+        return {key: value for key, value in data.items() if key in wanted}
+
+
+@functools.cache
+def _wire_keys(model: type[ToolResult]) -> dict[str, str]:
+    """field name -> its key in the result (alias or name), once per model: pydantic's
+    `model_fields` is a computed property, too slow to read for every entry of a page."""
+    return {name: field.alias or name for name, field in model.model_fields.items()}
 
 
 # Entries (memory-mcp)

@@ -97,10 +97,12 @@ def _entry(id: str, fields: dict[str, str]) -> Entry:
     )
 
 
-def _decode_hash(raw: dict[Any, Any] | list[Any]) -> dict[str, str]:
+def _decode_hash(raw: dict[str, str] | list[str]) -> dict[str, str]:
+    """A hash as HGETALL (or a script) returns it; the client decodes replies to str."""
     if isinstance(raw, list):
-        return {_text(raw[i]): _text(raw[i + 1]) for i in range(0, len(raw), 2)}
-    return {_text(k): _text(v) for k, v in raw.items()}
+        flat = iter(raw)
+        return dict(zip(flat, flat, strict=True))
+    return raw
 
 
 def _desc(text: str) -> tuple[int, ...]:
@@ -547,10 +549,13 @@ class ValkeyEntryStore:
         order, totals and `match` are a single node's."""
         if self._legacy:
             return None
-        cut = len(self._indexes) == 1 or len(terms) == 1
+        single = len(self._indexes) == 1  # its script sends the rows' entries too: no FETCH
+        cut = single or len(terms) == 1
         found = await asyncio.gather(
             *(
-                index.candidates(terms, self._filter_sets(flt, keys), offset + limit if cut else None)
+                index.candidates(
+                    terms, self._filter_sets(flt, keys), offset + limit if cut else None, whole=single
+                )
                 for index, keys in zip(self._indexes, self._layouts, strict=True)
             )
         )
@@ -558,7 +563,9 @@ class ValkeyEntryStore:
             return None
         merged = _merge([shard for shard in found if shard is not None], terms)
         ordered, mode = order(merged.candidates, terms, merged.total, merged.frequency)
-        page = await self._fetch(c.id for c in ordered[offset : offset + limit])
+        wanted = [c.id for c in ordered[offset : offset + limit]]
+        hashes = found[0].hashes if single and found[0] is not None else None
+        page = [_entry(id, hashes[id]) for id in wanted] if hashes is not None else await self._fetch(wanted)
         if cut:
             return EntryPage(page, merged.matched, match=merged.mode)
         return EntryPage(page, len(ordered), match=mode)  # the shards' rows in their own modes

@@ -41,13 +41,15 @@ class IndexState(StrEnum):
 class Ranking:
     """The rows that can be among the best `depth` of a query (of the entries with every
     term, or with any if none has all), how many entries were searched, how many of those
-    have each term, and how many have the terms (the page's total)."""
+    have each term, and how many have the terms (the page's total); asked for `whole`,
+    each row's entry as its hash's fields (id -> fields)."""
 
     candidates: list[Candidate]
     total: int
     frequency: dict[str, int]
     mode: Mode
     matched: int
+    hashes: dict[str, dict[str, str]] | None = None
 
 
 def _fields(flat: list[Any]) -> dict[str, str]:
@@ -83,10 +85,13 @@ class WordIndex:
         self._read = client.register_script(INDEX_READ)
         self._batch = client.register_script(INDEX_BATCH)
 
-    async def candidates(self, terms: list[str], filter_sets: list[str], depth: int | None) -> Ranking | None:
+    async def candidates(
+        self, terms: list[str], filter_sets: list[str], depth: int | None, *, whole: bool = False
+    ) -> Ranking | None:
         """The rows that can be among the best `depth` (None: every row) for the terms among
-        the live entries of the filter sets; None while the index is not built, or when
-        the terms match too many entries for one script (the caller scans)."""
+        the live entries of the filter sets, with `whole` their entries' hashes too; None
+        while the index is not built, or when the terms match too many entries for one
+        script (the caller scans)."""
         keys = [self._keys.own(k) for k in ("memidx", "memcount", "memexp", "memvocab")]
         args = {
             "prefix": self._keys.prefix,
@@ -96,21 +101,27 @@ class WordIndex:
             "slack": EXPIRY_SLACK_SECONDS,
             "max_visits": MAX_VISITS,
             "depth": MAX_VISITS if depth is None else max(depth, 1),  # no more rows than visits
+            "whole": whole,
         }
         reply = await self._search(keys=keys, args=[json.dumps(args)])
         if reply[0] != "ok":
             return None
         _, total, mode, freq, rows, matched = reply
         candidates = []
-        for id, hits, updated, *texts in json.loads(rows):
+        hashes: dict[str, dict[str, str]] | None = {} if whole else None
+        for id, hits, updated, *rest in json.loads(rows):
             counts = {
                 term: tuple(map(int, text.split(",")))
-                for term, text in zip(terms, texts, strict=True)
+                for term, text in zip(terms, rest, strict=False)
                 if text != _ABSENT
             }
             candidates.append(Candidate(id, int(hits or 0), updated, counts))
+            if hashes is not None:
+                flat = iter(rest[len(terms)])
+                hashes[id] = dict(zip(flat, flat, strict=True))
         frequency = {t: int(f) for t, f in zip(terms, freq, strict=True)}
-        return Ranking(candidates, int(total), frequency, "any" if mode == "any" else "all", int(matched))
+        found: Mode = "any" if mode == "any" else "all"
+        return Ranking(candidates, int(total), frequency, found, int(matched), hashes)
 
     async def ready(self) -> bool:
         return bool(await self._client.get(self._keys.own("memidx")) == IndexState.READY)

@@ -439,11 +439,15 @@ return 1
 # scores within T * EPS of each other are taken as equal), and of the rows scoring about T
 # the best by hits, update time and id (bytewise, as Python compares) among rows with the
 # same counts (the same score in Python too). The bridge orders those exactly.
-# A row is [id, hits, updated, then per term its counts "t,i,g,b"], all rows one JSON
-# text (one string is far cheaper for the client to read than an array per row).
+# A row's score depends on its counts alone, so rows are put in buckets by their counts
+# (a few dozen distinct ones, however many rows): scores are computed and sorted per
+# bucket, and a row costs one table insert per term and one append.
+# A row is [id, hits, updated, then per term its counts "t,i,g,b"], and with `whole` the
+# entry's hash (HGETALL's flat list) last, so the page needs no second call; all rows one
+# JSON text (one string is far cheaper for the client to read than an array per row).
 # KEYS: memidx, memcount, memexp, memvocab
 # ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack, max_visits,
-#           depth}
+#           depth, whole}
 # Returns {'unbuilt'} while the index is being built, {'too_many'} when the terms match
 # more than max_visits entries, else {'ok', searched, mode, freq, rows, matched}.
 SEARCH = r"""
@@ -455,34 +459,15 @@ local function in_filters(m)
   end
   return true
 end
-local gone, dead = {}, 0
+local gone, dead, any_gone = {}, 0, false
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', a.now + a.slack)) do
   if redis.call('EXISTS', a.prefix .. 'mem:' .. id) == 0 then
     gone['mem:' .. id] = true
+    any_gone = true
     if in_filters('mem:' .. id) then dead = dead + 1 end
   end
 end
 local nterms = #a.terms
-local rows, members, kept = {}, {}, {}
-local function add(m, k, counts)
-  local row = rows[m]
-  if row == nil then
-    row = {n = 0}
-    rows[m] = row
-    members[#members + 1] = m
-  end
-  local c = row[k]
-  if c == nil then
-    row[k] = counts  -- as stored: most terms match one word of an entry
-    row.n = row.n + 1
-  else  -- a second word the term matches: add the counts up
-    local sum, j = {}, 1
-    for n in string.gmatch(c, '%d+') do sum[j] = tonumber(n) j = j + 1 end
-    j = 1
-    for n in string.gmatch(counts, '%d+') do sum[j] = sum[j] + tonumber(n) j = j + 1 end
-    row[k] = table.concat(sum, ',')
-  end
-end
 -- The smallest filter set: when it is smaller than a term's words' hashes, look its
 -- members up in them instead of walking them (a tag within a large store).
 local smallest, smallest_size, smallest_members = nil, nil, nil
@@ -504,39 +489,168 @@ for k, term in ipairs(a.terms) do
   local walk = 0
   for _, w in ipairs(words) do walk = walk + redis.call('HLEN', a.prefix .. 'memw:' .. w) end
   local lookup = smallest ~= nil and smallest_size * #words < walk
-  plans[k] = {words = words, lookup = lookup}
-  visits = visits + (lookup and smallest_size * #words or walk)
+  local cost = lookup and smallest_size * #words or walk
+  plans[k] = {words = words, lookup = lookup, cost = cost}
+  visits = visits + cost
 end
 if visits > a.max_visits then return {'too_many'} end
-for k, plan in ipairs(plans) do
+-- Whether an entry counts (in every filter set, not gone), asked once per entry.
+local check = any_gone or #a.filters > 0
+local counts_in = {}
+local function counts(m)
+  local v = counts_in[m]
+  if v == nil then
+    v = not gone[m] and in_filters(m)
+    counts_in[m] = v
+  end
+  return v
+end
+local function add_up(c, more)  -- two words of one term in one entry: their counts summed
+  local sum, j = {}, 1
+  for n in string.gmatch(c, '%d+') do sum[j] = tonumber(n) j = j + 1 end
+  j = 1
+  for n in string.gmatch(more, '%d+') do sum[j] = sum[j] + tonumber(n) j = j + 1 end
+  return table.concat(sum, ',')
+end
+-- Call visit(member, counts "t,i,g,b") for each entry that counts and has term k (its
+-- counts summed over the term's words); return how many there were.
+local function walk(k, visit)
+  local plan = plans[k]
+  if #plan.words == 1 and not plan.lookup then  -- the common case: one hash, read as it is
+    local flat = redis.call('HGETALL', a.prefix .. 'memw:' .. plan.words[1])
+    if not check then
+      for i = 1, #flat, 2 do visit(flat[i], flat[i + 1]) end
+      return #flat / 2
+    end
+    local n = 0
+    for i = 1, #flat, 2 do
+      if counts(flat[i]) then
+        visit(flat[i], flat[i + 1])
+        n = n + 1
+      end
+    end
+    return n
+  end
+  local map, n = {}, 0
+  local function put(m, c)
+    if check and not counts(m) then return end
+    local had = map[m]
+    if had == nil then
+      map[m] = c
+      n = n + 1
+    else
+      map[m] = add_up(had, c)
+    end
+  end
   if plan.lookup then
     smallest_members = smallest_members or redis.call('SMEMBERS', smallest)
     for _, w in ipairs(plan.words) do
       local key = a.prefix .. 'memw:' .. w
       for first = 1, #smallest_members, 1000 do
         local last = math.min(first + 999, #smallest_members)
-        local found = redis.call('HMGET', key, unpack(smallest_members, first, last))
-        for i = 1, #found do
-          if found[i] then add(smallest_members[first + i - 1], k, found[i]) end
+        local got = redis.call('HMGET', key, unpack(smallest_members, first, last))
+        for i = 1, #got do
+          if got[i] then put(smallest_members[first + i - 1], got[i]) end
         end
       end
     end
   else
     for _, w in ipairs(plan.words) do
       local flat = redis.call('HGETALL', a.prefix .. 'memw:' .. w)
-      for i = 1, #flat, 2 do add(flat[i], k, flat[i + 1]) end
+      for i = 1, #flat, 2 do put(flat[i], flat[i + 1]) end
     end
   end
+  for m, c in pairs(map) do visit(m, c) end
+  return n
 end
-local freq = {}
-for k = 1, nterms do freq[k] = 0 end
-local complete = 0
-for _, m in ipairs(members) do
-  if not gone[m] and in_filters(m) then
-    kept[#kept + 1] = m
-    local row = rows[m]
-    for k = 1, nterms do if row[k] then freq[k] = freq[k] + 1 end end
-    if row.n == nterms then complete = complete + 1 end
+-- The rows in buckets by their counts: per term, '' for a term a row lacks, joined by ' '.
+local bucket, parts_of, keys = {}, {}, {}
+local function place(m, key, parts)
+  local b = bucket[key]
+  if b == nil then
+    b = {}
+    bucket[key] = b
+    local copy = {}
+    for k = 1, nterms do copy[k] = parts[k] end
+    parts_of[key] = copy
+    keys[#keys + 1] = key
+  end
+  b[#b + 1] = m
+end
+local freq, mode, complete = {}, 'all', 0
+if nterms == 1 then
+  freq[1] = walk(1, function(m, c)
+    local b = bucket[c]
+    if b == nil then place(m, c, {c}) else b[#b + 1] = m end
+  end)
+  complete = freq[1]
+else
+  -- The terms from the fewest entries up, each map keeping only the entries that every
+  -- term before it has: the last map holds the rows with every term.
+  local order = {}
+  for k = 1, nterms do order[k] = k end
+  table.sort(order, function(x, y) return plans[x].cost < plans[y].cost end)
+  -- A later term of one word (no filter) looks those entries up in its hash when they
+  -- are fewer than its entries; its freq is then its hash's size less its gone entries.
+  local found, have, list = {}, nil, {}
+  for _, k in ipairs(order) do
+    local map, plan, next_list = {}, plans[k], {}
+    if have == nil then
+      freq[k] = walk(k, function(m, c)
+        map[m] = c
+        next_list[#next_list + 1] = m
+      end)
+    elseif #a.filters == 0 and #plan.words == 1 and not plan.lookup and #list < plan.cost then
+      local key = a.prefix .. 'memw:' .. plan.words[1]
+      local n = plan.cost
+      for m in pairs(gone) do n = n - redis.call('HEXISTS', key, m) end
+      freq[k] = n
+      for first = 1, #list, 1000 do
+        local last = math.min(first + 999, #list)
+        local got = redis.call('HMGET', key, unpack(list, first, last))
+        for i = 1, #got do
+          if got[i] then
+            local m = list[first + i - 1]
+            map[m] = got[i]
+            next_list[#next_list + 1] = m
+          end
+        end
+      end
+    else
+      local before = have
+      freq[k] = walk(k, function(m, c)
+        if before[m] then
+          map[m] = c
+          next_list[#next_list + 1] = m
+        end
+      end)
+    end
+    found[k] = map
+    have, list = map, next_list
+  end
+  local parts = {}
+  for m in pairs(have) do
+    for k = 1, nterms do parts[k] = found[k][m] end
+    place(m, table.concat(parts, ' '), parts)
+    complete = complete + 1
+  end
+  if complete == 0 then  -- no entry has every term: rank those with any
+    mode = 'any'
+    for i = 2, nterms do
+      local map = {}
+      walk(order[i], function(m, c) map[m] = c end)
+      found[order[i]] = map
+    end
+    local seen = {}
+    for k0 = 1, nterms do
+      for m in pairs(found[k0]) do
+        if not seen[m] then
+          seen[m] = true
+          for k = 1, nterms do parts[k] = found[k][m] or '' end
+          place(m, table.concat(parts, ' '), parts)
+        end
+      end
+    end
   end
 end
 local total
@@ -549,18 +663,16 @@ else
   if type(total) ~= 'number' then total = #redis.call('SINTER', unpack(a.filters)) end
 end
 local searched = total - dead
-local mode, n, f = 'all', searched, freq
-if complete == 0 and nterms > 1 then mode = 'any' end
--- Scores, as _rank.order computes them; a term's part of a score is computed once per
--- distinct counts (summed per term first, so a sum of several terms may differ from
--- Python's in its last bits: the margin above covers that).
-local weights, idf, parts = {6.0, 4.0, 4.0, 1.0}, {}, {}
+-- Scores, as _rank.order computes them, once per bucket; a term's part of a score is
+-- computed once per distinct counts (summed per term first, so a sum of several terms may
+-- differ from Python's in its last bits: the margin above covers that).
+local weights, idf, memo = {6.0, 4.0, 4.0, 1.0}, {}, {}
 for k = 1, nterms do
-  idf[k] = f[k] > 0 and math.log(1 + n / f[k]) or 0.0
-  parts[k] = {}
+  idf[k] = freq[k] > 0 and math.log(1 + searched / freq[k]) or 0.0
+  memo[k] = {}
 end
 local function part(k, c)
-  local s = parts[k][c]
+  local s = memo[k][c]
   if s == nil then
     s = 0.0
     local j = 0
@@ -569,26 +681,20 @@ local function part(k, c)
       local tf = tonumber(d)
       if tf > 0 then s = s + idf[k] * weights[j] * (1 + math.log(tf)) end
     end
-    parts[k][c] = s
+    memo[k][c] = s
   end
   return s
 end
-local function score(row)
-  local s = 0.0
+local score, matched = {}, 0
+for _, key in ipairs(keys) do
+  local s, parts = 0.0, parts_of[key]
   for k = 1, nterms do
-    if row[k] then s = s + part(k, row[k]) end
+    if parts[k] ~= '' then s = s + part(k, parts[k]) end
   end
-  return s
+  score[key] = s
+  matched = matched + #bucket[key]
 end
-local ms, sc = {}, {}
-for _, m in ipairs(kept) do
-  local row = rows[m]
-  if mode == 'any' or row.n == nterms then
-    ms[#ms + 1] = m
-    sc[#sc + 1] = score(row)
-  end
-end
-local matched = #ms
+table.sort(keys, function(x, y) return score[x] > score[y] end)
 local fields = {}  -- member -> {title, hits, updated}
 local function fetch(m)
   local got = fields[m]
@@ -622,68 +728,75 @@ local function ahead(x, y)
   if ux ~= uy then return bytes_before(uy, ux) end
   return bytes_before(x, y)
 end
-local picked = {}
+local picked, picked_key = {}, {}
+local function take(group, key)
+  for _, m in ipairs(group) do
+    picked[#picked + 1] = m
+    picked_key[#picked] = key
+  end
+end
 if matched <= a.depth then
-  picked = ms
+  for _, key in ipairs(keys) do take(bucket[key], key) end
 else
-  local sorted = {}
-  for i = 1, matched do sorted[i] = sc[i] end
-  table.sort(sorted)
-  local t = sorted[matched - a.depth + 1]
+  local t, seen = nil, 0
+  for _, key in ipairs(keys) do
+    seen = seen + #bucket[key]
+    if seen >= a.depth then t = score[key] break end
+  end
   local eps = t * 1e-9
   -- how many rows score more than s + eps: those are ahead of a row scoring s in Python too
   local function above(s)
-    local lo, hi = 1, matched + 1
-    while lo < hi do
-      local mid = math.floor((lo + hi) / 2)
-      if sorted[mid] > s + eps then hi = mid else lo = mid + 1 end
+    local n = 0
+    for _, key in ipairs(keys) do
+      if score[key] <= s + eps then break end
+      n = n + #bucket[key]
     end
-    return matched + 1 - lo
-  end
-  local groups, keys = {}, {}
-  for i = 1, matched do
-    if sc[i] > t + eps then
-      picked[#picked + 1] = ms[i]
-    elseif sc[i] >= t - eps then
-      local row = rows[ms[i]]
-      local parts = {}
-      for k = 1, nterms do parts[k] = row[k] or '' end
-      local key = table.concat(parts, ' ')
-      local group = groups[key]
-      if group == nil then
-        group = {score = sc[i]}
-        groups[key] = group
-        keys[#keys + 1] = key
-      end
-      group[#group + 1] = ms[i]
-    end
+    return n
   end
   for _, key in ipairs(keys) do
-    local group = groups[key]
-    local room = a.depth - above(group.score)
-    if #group <= room then
-      for _, m in ipairs(group) do picked[#picked + 1] = m end
-    else
-      local best = {}
-      for _, m in ipairs(group) do
-        if #best < room or ahead(m, best[#best]) then
-          local i = #best + 1
-          while i > 1 and ahead(m, best[i - 1]) do best[i] = best[i - 1] i = i - 1 end
-          best[i] = m
-          best[room + 1] = nil
+    local s, group = score[key], bucket[key]
+    if s > t + eps then
+      take(group, key)
+    elseif s >= t - eps then
+      local room = a.depth - above(s)
+      if #group <= room then
+        take(group, key)
+      else
+        local best = {}
+        for _, m in ipairs(group) do
+          if #best < room or ahead(m, best[#best]) then
+            local i = #best + 1
+            while i > 1 and ahead(m, best[i - 1]) do best[i] = best[i - 1] i = i - 1 end
+            best[i] = m
+            best[room + 1] = nil
+          end
         end
+        take(best, key)
       end
-      for _, m in ipairs(best) do picked[#picked + 1] = m end
+    else
+      break
     end
   end
 end
 local out = {}
-for _, m in ipairs(picked) do
-  local got = fetch(m)
+for i, m in ipairs(picked) do
+  local got, flat = nil, nil
+  if a.whole then
+    flat = redis.call('HGETALL', a.prefix .. m)
+    got = {}
+    for j = 1, #flat, 2 do
+      local f = flat[j]
+      if f == 'title' then got[1] = flat[j + 1] elseif f == 'hits' then got[2] = flat[j + 1]
+      elseif f == 'updated' then got[3] = flat[j + 1] end
+    end
+  else
+    got = fetch(m)
+  end
   if got[1] then
-    local row = rows[m]
     local item = {string.sub(m, 5), got[2] or '0', got[3] or ''}
-    for k = 1, nterms do item[k + 3] = row[k] or '0,0,0,0' end
+    local parts = parts_of[picked_key[i]]
+    for k = 1, nterms do item[k + 3] = parts[k] ~= '' and parts[k] or '0,0,0,0' end
+    if flat then item[nterms + 4] = flat end
     out[#out + 1] = item
   else  -- gone without its words (not through memctl): not a match
     matched = matched - 1

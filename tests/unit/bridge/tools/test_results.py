@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pydantic_core
 
-from memory_bridge.tools._results import AbsorbResult, AuditResult, SetResult
+from memory_bridge.tools._results import AbsorbResult, AuditResult, HistoryResult, SearchResult, SetResult
 
 
 def test_an_absent_key_stays_absent_and_a_null_one_stays_null() -> None:
@@ -60,3 +60,26 @@ def test_per_item_shapes_and_aliases_survive() -> None:
         pydantic_core.to_json(AuditResult.model_validate(audit)).decode()
         == pydantic_core.to_json(audit).decode()
     )
+
+
+def test_a_result_with_every_key_and_extra_keys_keeps_them_all_in_order() -> None:
+    entry = {
+        "id": "a",
+        "title": "t",
+        "body": "b",
+        "type": "note",
+        "tags": ["x"],
+        "source": "s",
+        "project": "",
+        "created": "c",
+        "updated": "u",
+        "hits": 0,
+        "ttl": "",
+    }
+    found = {"count": 1, "results": [entry], "total": 1, "next_cursor": None, "match": "all"}
+    dumped = SearchResult.model_validate(found).model_dump(mode="json")
+    assert dumped == found
+    assert list(dumped) == list(found) and list(dumped["results"][0]) == list(entry)
+    versions = [{"index": 0, "title": "t", "rev": 3}, {"index": 1, "raw": "?"}]
+    history = {"id": "a", "count": 2, "versions": versions}
+    assert HistoryResult.model_validate(history).model_dump(mode="json") == history
