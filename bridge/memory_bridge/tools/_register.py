@@ -24,6 +24,7 @@ from mcp.server.mcpserver.utilities.context_injection import find_context_parame
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from .._errors import StoreError, StoreUnavailable
+from ._arguments import keep_text
 from ._state import AppState, ToolContext, state_of
 
 __all__ = [
@@ -132,3 +133,7 @@ def add_tools(mcp: MCPServer[AppState], tools: ToolSet) -> None:
             description=inspect.cleandoc(spec.fn.__doc__ or ""),
             annotations=spec.annotations,
         )
+        # The SDK's add_tool keeps the Tool it builds to itself; its manager hands it out.
+        tool = mcp._tool_manager.get_tool(spec.name)
+        if tool is not None:
+            tool.fn_metadata = keep_text(tool.fn_metadata)
