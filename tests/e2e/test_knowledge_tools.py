@@ -517,3 +517,31 @@ async def test_search_memory_takes_a_second_hop_to_the_other_turn(tmp_path: Path
     names = [r["documentName"] for r in found["records"]]
     assert names[0] == hop_corpus.FIRST
     assert hop_corpus.SECOND in names[1:3]  # without the hop it is not in the first five (unit tests)
+
+
+CROWN_TURNS = {
+    "mine.md": "[Wednesday, 22 March 2023] user: The dentist at the Cedar Lane clinic said I need a crown; "
+    "the appointment is on Wednesday and Aisha will drive me.",
+    "tuesday.md": "[Monday, 1 April 2024] user: The dentist at the Cedar Lane clinic said I need a crown; "
+    "the appointment is on Tuesday and Tom will drive me.",
+    "jonas.md": "[Wednesday, 13 November 2024] user: Jonas mentioned at lunch: The dentist at the Cedar Lane "
+    "clinic said I need a crown; the appointment is on Thursday and Mei will drive me.",
+    "aisha.md": '[Tuesday, 2 July 2024] user: Aisha told me: "The dentist at the Cedar Lane clinic said I '
+    'need a crown; the appointment is on Tuesday and Hana will drive me."',
+    **{f"note-{i}.md": f"[Monday, {i + 1} May 2023] user: Reminder {i}: the plants." for i in range(20)},
+}
+
+
+async def test_search_memory_lets_the_words_decide_among_turns_close_in_meaning(tmp_path: Path) -> None:
+    """Turns that all mean nearly the question (other versions of the same fact): the default
+    fusion leans on the words there, and the turn that says them all comes first."""
+    project = tmp_path / "chat"
+    project.mkdir()
+    async with open_state(load_settings(project=project)) as state, Client(build_server(state)) as client:
+        assert state.settings.search_fusion == "adaptive"
+        for name, text in CROWN_TURNS.items():
+            await state.knowledge.upsert("knowledge", name, text, DocMetadata(scope="chat"), origin="test")
+        query = "Who will drive me to the crown appointment at the Cedar Lane clinic on Wednesday?"
+        found = payload(await client.call_tool("search_memory", {"query": query}))
+    names = [r["documentName"] for r in found["records"]]
+    assert names[0] == "mine.md", names
