@@ -432,6 +432,19 @@ async def test_search_and_recall_stamp_what_they_return_once_a_day(session: tupl
     assert await recall_count(state, "knowledge", doc["documentId"]) == 1, "debounced for 24 h"
 
 
+async def test_recall_lessons_default_threshold_keeps_a_lesson_said_in_other_words(
+    session: tuple[Client, AppState],
+) -> None:
+    """Adaptive fusion scores a query no passage is close to by meaning, about its cosine:
+    the default threshold (0.3) still lets a relevant lesson phrased otherwise through."""
+    client, _ = session
+    payload(await client.call_tool("save_lesson", LESSON))
+    for query in ("schema out of date when running tests", "the test suite breaks on a fresh database"):
+        recalled = payload(await client.call_tool("recall_lessons", {"query": query, "project_module": "db"}))
+        assert recalled["scoreThreshold"] == 0.3
+        assert recalled["lessonHits"] == 1, query
+
+
 @pytest.mark.parametrize("failure", ["raises", "hangs"])
 async def test_a_search_answers_while_the_stamping_write_fails(
     session: tuple[Client, AppState],
