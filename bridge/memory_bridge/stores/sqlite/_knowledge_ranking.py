@@ -23,7 +23,7 @@ from typing import Literal
 __all__ = ["Fusion", "Ranking", "adaptive_weight", "fuse"]
 
 # `adaptive`: the dense share is WEAK_WEIGHT at a best cosine of WEAK_COSINE or less, CLOSE_WEIGHT
-# at CLOSE_COSINE or more (MiniLM's cosines; measured in bench/README.md, "Adaptive fusion").
+# at CLOSE_COSINE or more (MiniLM's cosines; measured in bench/README.md, "Adaptive fusion weight").
 WEAK_COSINE, WEAK_WEIGHT = 0.4, 0.95
 CLOSE_COSINE, CLOSE_WEIGHT = 0.7, 0.5
 
