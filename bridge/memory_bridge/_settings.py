@@ -109,7 +109,7 @@ class Settings(BaseSettings):
         "adaptive",
         description="How the embedded knowledge store fuses its two rankings in hybrid search: `weighted` "
         "(search_vector_weight x cosine + the rest x BM25 relative to the best keyword hit), `adaptive` "
-        "(`weighted` with a vector share that follows the query's best cosine: 0.95 when no passage is "
+        "(`weighted` with a vector share that follows the query's best cosine: 0.9 when no passage is "
         "close to the query, 0.5 when one is; search_vector_weight is not used) or `rrf` "
         "(reciprocal-rank fusion with the weights of `weighted`, search_rrf_k).",
     )

@@ -6,7 +6,7 @@ keyword and dense results into one ordered list. Three fusions:
 - `weighted`: `vector_weight x cosine + (1 - vector_weight) x BM25 / best BM25`, Dify's
   hybrid score;
 - `adaptive` (the default): `weighted` with a dense share that follows the query's best
-  cosine (`adaptive_weight`): 0.95 when no passage is close to the query (the words it shares
+  cosine (`adaptive_weight`): 0.9 when no passage is close to the query (the words it shares
   with documents are likely incidental: trust meaning), 0.5 when some passage is close
   (many passages about the same things: the exact words decide), linear in between
   (cosines 0.4 to 0.7);
@@ -24,7 +24,7 @@ __all__ = ["Fusion", "Ranking", "adaptive_weight", "fuse"]
 
 # `adaptive`: the dense share is WEAK_WEIGHT at a best cosine of WEAK_COSINE or less, CLOSE_WEIGHT
 # at CLOSE_COSINE or more (MiniLM's cosines; measured in bench/README.md, "Adaptive fusion weight").
-WEAK_COSINE, WEAK_WEIGHT = 0.4, 0.95
+WEAK_COSINE, WEAK_WEIGHT = 0.4, 0.9
 CLOSE_COSINE, CLOSE_WEIGHT = 0.7, 0.5
 
 Fusion = Literal["adaptive", "weighted", "rrf"]

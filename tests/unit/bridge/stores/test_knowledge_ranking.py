@@ -27,10 +27,10 @@ def test_weighted_fusion_mixes_cosine_and_relative_bm25() -> None:
 
 
 def test_the_adaptive_weight_follows_the_best_cosine() -> None:
-    assert adaptive_weight({}) == 0.95  # no vectors: as far as can be
-    assert adaptive_weight({1: (0.3, 11), 2: (0.2, 21)}) == 0.95  # nothing close: meaning decides
+    assert adaptive_weight({}) == 0.9  # no vectors: as far as can be
+    assert adaptive_weight({1: (0.3, 11), 2: (0.2, 21)}) == 0.9  # nothing close: meaning decides
     assert adaptive_weight({1: (0.9, 11), 2: (0.2, 21)}) == 0.5  # a close passage: the words count as much
-    assert adaptive_weight({1: (0.55, 11)}) == pytest.approx(0.725)  # linear between 0.4 and 0.7
+    assert adaptive_weight({1: (0.55, 11)}) == pytest.approx(0.7)  # linear between 0.4 and 0.7
 
 
 def test_adaptive_fusion_trusts_meaning_when_no_passage_is_close() -> None:
@@ -39,7 +39,7 @@ def test_adaptive_fusion_trusts_meaning_when_no_passage_is_close() -> None:
     assert [d for _, d, _ in fuse(Ranking(fusion="weighted"), keyword, dense)] == [1, 2]
     fused = fuse(Ranking(), keyword, dense)
     assert [d for _, d, _ in fused] == [2, 1]
-    assert fused[0][0] == pytest.approx(0.95 * 0.35 + 0.05 / 3)
+    assert fused[0][0] == pytest.approx(0.9 * 0.35 + 0.1 / 3)
 
 
 def test_adaptive_fusion_lets_the_words_decide_among_close_passages() -> None:
