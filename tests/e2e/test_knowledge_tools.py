@@ -432,6 +432,19 @@ async def test_search_and_recall_stamp_what_they_return_once_a_day(session: tupl
     assert await recall_count(state, "knowledge", doc["documentId"]) == 1, "debounced for 24 h"
 
 
+async def test_recall_lessons_default_threshold_keeps_a_lesson_said_in_other_words(
+    session: tuple[Client, AppState],
+) -> None:
+    """Adaptive fusion scores a query no passage is close to by meaning, about its cosine:
+    the default threshold (0.3) still lets a relevant lesson phrased otherwise through."""
+    client, _ = session
+    payload(await client.call_tool("save_lesson", LESSON))
+    for query in ("schema out of date when running tests", "the test suite breaks on a fresh database"):
+        recalled = payload(await client.call_tool("recall_lessons", {"query": query, "project_module": "db"}))
+        assert recalled["scoreThreshold"] == 0.3
+        assert recalled["lessonHits"] == 1, query
+
+
 @pytest.mark.parametrize("failure", ["raises", "hangs"])
 async def test_a_search_answers_while_the_stamping_write_fails(
     session: tuple[Client, AppState],
@@ -517,3 +530,31 @@ async def test_search_memory_takes_a_second_hop_to_the_other_turn(tmp_path: Path
     names = [r["documentName"] for r in found["records"]]
     assert names[0] == hop_corpus.FIRST
     assert hop_corpus.SECOND in names[1:3]  # without the hop it is not in the first five (unit tests)
+
+
+CROWN_TURNS = {
+    "mine.md": "[Wednesday, 22 March 2023] user: The dentist at the Cedar Lane clinic said I need a crown; "
+    "the appointment is on Wednesday and Aisha will drive me.",
+    "tuesday.md": "[Monday, 1 April 2024] user: The dentist at the Cedar Lane clinic said I need a crown; "
+    "the appointment is on Tuesday and Tom will drive me.",
+    "jonas.md": "[Wednesday, 13 November 2024] user: Jonas mentioned at lunch: The dentist at the Cedar Lane "
+    "clinic said I need a crown; the appointment is on Thursday and Mei will drive me.",
+    "aisha.md": '[Tuesday, 2 July 2024] user: Aisha told me: "The dentist at the Cedar Lane clinic said I '
+    'need a crown; the appointment is on Tuesday and Hana will drive me."',
+    **{f"note-{i}.md": f"[Monday, {i + 1} May 2023] user: Reminder {i}: the plants." for i in range(20)},
+}
+
+
+async def test_search_memory_lets_the_words_decide_among_turns_close_in_meaning(tmp_path: Path) -> None:
+    """Turns that all mean nearly the question (other versions of the same fact): the default
+    fusion leans on the words there, and the turn that says them all comes first."""
+    project = tmp_path / "chat"
+    project.mkdir()
+    async with open_state(load_settings(project=project)) as state, Client(build_server(state)) as client:
+        assert state.settings.search_fusion == "adaptive"
+        for name, text in CROWN_TURNS.items():
+            await state.knowledge.upsert("knowledge", name, text, DocMetadata(scope="chat"), origin="test")
+        query = "Who will drive me to the crown appointment at the Cedar Lane clinic on Wednesday?"
+        found = payload(await client.call_tool("search_memory", {"query": query}))
+    names = [r["documentName"] for r in found["records"]]
+    assert names[0] == "mine.md", names

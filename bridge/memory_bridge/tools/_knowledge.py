@@ -149,7 +149,7 @@ async def recall_lessons(
     error_pattern: Facet | None = None,
     tags: list[Facet] | None = None,
     includeKnowledge: bool = True,
-    scoreThreshold: Threshold = 0.35,
+    scoreThreshold: Threshold = 0.3,
     maxResults: Annotated[int, Field(ge=1, le=20)] = 5,
 ) -> RecallResult:
     """Lessons from past corrections that apply to this task; call before non-trivial work.

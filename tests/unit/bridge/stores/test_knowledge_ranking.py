@@ -11,7 +11,7 @@ from memory_bridge import load_settings
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
 from memory_bridge.stores._url import open_knowledge_store
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
-from memory_bridge.stores.sqlite._knowledge_ranking import Ranking, fuse
+from memory_bridge.stores.sqlite._knowledge_ranking import Ranking, adaptive_weight, fuse
 
 pytestmark = pytest.mark.anyio
 
@@ -24,6 +24,31 @@ def test_weighted_fusion_mixes_cosine_and_relative_bm25() -> None:
     scores = {document: round(score, 4) for score, document, _ in fused}
     assert scores == {1: round(0.7 * 0.1 + 0.3, 4), 2: round(0.7 * 0.9 + 0.3 / 3, 4), 3: round(0.7 * 0.8, 4)}
     assert [document for _, document, _ in fused] == [2, 3, 1]
+
+
+def test_the_adaptive_weight_follows_the_best_cosine() -> None:
+    assert adaptive_weight({}) == 0.9  # no vectors: as far as can be
+    assert adaptive_weight({1: (0.3, 11), 2: (0.2, 21)}) == 0.9  # nothing close: meaning decides
+    assert adaptive_weight({1: (0.9, 11), 2: (0.2, 21)}) == 0.5  # a close passage: the words count as much
+    assert adaptive_weight({1: (0.55, 11)}) == pytest.approx(0.7)  # linear between 0.4 and 0.7
+
+
+def test_adaptive_fusion_trusts_meaning_when_no_passage_is_close() -> None:
+    keyword = {1: (9.0, 11), 2: (3.0, 21)}  # 1 shares the query's words, 2 a third as much
+    dense = {2: (0.35, 22), 1: (0.1, 12)}  # neither is close in meaning; 2 is closer
+    assert [d for _, d, _ in fuse(Ranking(fusion="weighted"), keyword, dense)] == [1, 2]
+    fused = fuse(Ranking(), keyword, dense)
+    assert [d for _, d, _ in fused] == [2, 1]
+    assert fused[0][0] == pytest.approx(0.9 * 0.35 + 0.1 / 3)
+
+
+def test_adaptive_fusion_lets_the_words_decide_among_close_passages() -> None:
+    keyword = {1: (10.0, 11), 2: (8.0, 21)}  # 1 matches the query's words best
+    dense = {2: (0.85, 22), 1: (0.75, 12)}  # both are close in meaning, 2 a little closer
+    assert [d for _, d, _ in fuse(Ranking(fusion="weighted"), keyword, dense)] == [2, 1]
+    fused = fuse(Ranking(), keyword, dense)
+    assert [d for _, d, _ in fused] == [1, 2]
+    assert fused[0][0] == pytest.approx(0.5 * 0.75 + 0.5)
 
 
 def test_rrf_fuses_ranks_and_a_perfect_hit_scores_one() -> None:
@@ -51,7 +76,8 @@ def test_settings_reach_the_embedded_store(tmp_path: Path) -> None:
     assert isinstance(store, SqliteKnowledgeStore)
     assert store.ranking.fusion == "rrf" and store.ranking.vector_weight == 0.4
     assert store.ranking.prefix_min == 4 and not store.ranking.second_hop
-    assert load_settings(project=tmp_path).search_second_hop
+    defaults = load_settings(project=tmp_path)
+    assert defaults.search_second_hop and defaults.search_fusion == "adaptive"
     anyio.run(store.close)
 
 
