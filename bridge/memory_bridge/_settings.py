@@ -110,7 +110,8 @@ class Settings(BaseSettings):
         description="How the embedded knowledge store fuses its two rankings in hybrid search: `weighted` "
         "(search_vector_weight x cosine + the rest x BM25 relative to the best keyword hit), `adaptive` "
         "(`weighted` with a vector share that follows the query's best cosine: 0.9 when no passage is "
-        "close to the query, 0.5 when one is; search_vector_weight is not used) or `rrf` "
+        "close to the query, 0.5 when one is; search_vector_weight is not used; tuned for the bundled "
+        "model, so with embedding_url it is `weighted`) or `rrf` "
         "(reciprocal-rank fusion with the weights of `weighted`, search_rrf_k).",
     )
     search_vector_weight: float = Field(

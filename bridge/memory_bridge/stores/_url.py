@@ -107,8 +107,11 @@ def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = Non
     from .sqlite._knowledge import SqliteKnowledgeStore
     from .sqlite._knowledge_ranking import Ranking
 
+    fusion = settings.search_fusion
+    if fusion == "adaptive" and settings.embedding_url:
+        fusion = "weighted"  # adaptive's cosine thresholds are the bundled model's scale
     ranking = Ranking(
-        fusion=settings.search_fusion,
+        fusion=fusion,
         vector_weight=settings.search_vector_weight,
         rrf_k=settings.search_rrf_k,
         keyword_candidates=settings.search_keyword_candidates,

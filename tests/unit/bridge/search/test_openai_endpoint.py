@@ -69,6 +69,13 @@ async def test_an_openai_compatible_endpoint_serves_the_vectors(
         await store.close()
 
 
+def test_the_adaptive_fusion_of_the_bundled_model_ranks_as_weighted_with_an_endpoint(tmp_path: Path) -> None:
+    # adaptive's cosine marks (0.4, 0.7) are MiniLM's scale; another model's cosines sit elsewhere
+    for url, fusion in ((None, "adaptive"), ("http://127.0.0.1:9/v1", "weighted")):
+        settings = load_settings(project=tmp_path, embedding_url=url, search_fusion="adaptive")
+        assert open_knowledge_store(settings).ranking.fusion == fusion
+
+
 async def test_an_unreachable_endpoint_degrades_to_keywords(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     settings = load_settings(project=tmp_path, embedding_url=url)
