@@ -13,6 +13,7 @@ import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from pydantic import PrivateAttr
 
 __all__ = ["TextKeptArguments", "keep_text"]
 
@@ -33,14 +34,20 @@ def _takes_text(annotation: Any) -> bool:
 class TextKeptArguments(FuncMetadata):
     """The SDK's argument handling, except that a string sent for a text parameter is kept."""
 
-    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
-        parsed = super().pre_parse_json(data)
-        text_keys = set()
+    _text_keys: frozenset[str] = PrivateAttr(default=frozenset())
+
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        keys: set[str] = set()
         for name, field in self.arg_model.model_fields.items():
             if _takes_text(field.annotation):
-                text_keys.update({name, field.alias} - {None})
+                keys.update((name, field.alias) if field.alias else (name,))
+        self._text_keys = frozenset(keys)
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = super().pre_parse_json(data)
         for key, value in data.items():
-            if isinstance(value, str) and key in text_keys:
+            if isinstance(value, str) and key in self._text_keys:
                 parsed[key] = value
         return parsed
 
