@@ -117,8 +117,7 @@ class WordIndex:
             }
             candidates.append(Candidate(id, int(hits or 0), updated, counts))
             if hashes is not None:
-                flat = iter(rest[len(terms)])
-                hashes[id] = dict(zip(flat, flat, strict=True))
+                hashes[id] = _fields(rest[len(terms)])
         frequency = {t: int(f) for t, f in zip(terms, freq, strict=True)}
         found: Mode = "any" if mode == "any" else "all"
         return Ranking(candidates, int(total), frequency, found, int(matched), hashes)
