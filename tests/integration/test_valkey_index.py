@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_bridge.stores._base import EntryFilter, EntryPage, EntryWrite
+from memory_bridge.stores._base import Entry, EntryFilter, EntryPage, EntryRecord, EntryWrite
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 
 from ..servers import RunningServer, redis_server_binary, run_server, valkey_server_binary
@@ -232,6 +232,38 @@ def test_search_scans_until_the_index_is_built_and_a_build_resumes(server: Runni
         finally:
             await resumed.close()
         assert full != after  # the writes during the build moved it
+
+    anyio.run(run)
+
+
+def test_a_word_in_25000_entries_is_searched_by_the_index_as_the_scan_ranks_it(server: RunningServer) -> None:
+    """A common word of a large store (a fifth of 100,000 entries) is answered by the
+    script, not by fetching every entry into the bridge: same page, total and match."""
+    server.client().flushall()
+
+    def record(n: int) -> EntryRecord:
+        stamp = f"2026-01-01T00:00:{n % 60:02d}.000Z"
+        body = " ".join(["common"] * (1 + n % 4) + [WORDS[n % 7]])
+        title = "common note" if n % 997 == 0 else f"note {n % 13}"
+        entry = Entry(f"e{n}", title, body, "note", ("red",), "test", "p", stamp, stamp, n % 5, "")
+        return EntryRecord(f"e{n}", entry, 1, ())
+
+    async def run() -> None:
+        store = ValkeyEntryStore(server.url)
+        try:
+            await store.import_records([record(n) for n in range(25_000)])
+            assert await store._indexes[0].candidates(["common"], [], 10) is not None
+            for query in ("common", "common alpha", "comm"):
+                indexed = page(await store.search(EntryFilter(), query, offset=5, limit=20))
+                server.client().rename("memidx", "memidx-off")
+                try:
+                    scanned = page(await store.search(EntryFilter(), query, offset=5, limit=20))
+                finally:
+                    server.client().rename("memidx-off", "memidx")
+                assert indexed == scanned
+                assert indexed[1] >= 3_000
+        finally:
+            await store.close()
 
     anyio.run(run)
 
