@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ class RunningServer:
     port: int
     binary: Path
     command: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
 
     @property
     def url(self) -> str:
@@ -54,13 +56,18 @@ class RunningServer:
 
     def restart(self) -> None:
         """Start the server again with the command it was started with (same port, same files)."""
-        self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env
+        )
         wait_for_ping(self.port, self.process)
 
 
 @contextmanager
-def run_server(binary: Path, *extra: str, port: int | None = None) -> Iterator[RunningServer]:
-    """Start a server with no persistence on a free loopback port; stop it afterwards."""
+def run_server(
+    binary: Path, *extra: str, port: int | None = None, env: Mapping[str, str] | None = None
+) -> Iterator[RunningServer]:
+    """Start a server with no persistence on a free loopback port (`env` added to this
+    process's environment); stop it afterwards."""
     port = port or free_port()
     workdir = tempfile.mkdtemp(prefix="memctl-valkey-")
     command = (
@@ -77,8 +84,9 @@ def run_server(binary: Path, *extra: str, port: int | None = None) -> Iterator[R
         workdir,
         *extra,
     )
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    server = RunningServer(process, port, binary, command)
+    environment = {**os.environ, **(env or {})}
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment)
+    server = RunningServer(process, port, binary, command, environment)
     try:
         wait_for_ping(port, process)
         yield server

@@ -9,7 +9,9 @@ no more rows than the page needs when nothing ties with its last row.
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,11 +39,31 @@ IDS = [
 TAGS = ["red", "blue"]
 
 
-@pytest.fixture(scope="module", params=["valkey", "valkey-cluster"])
+# A server whose collation is not byte order (Valkey sets LC_COLLATE from its environment):
+# the script then compares ids and update times byte by byte itself.
+COLLATING_LOCALE = "en_US.UTF-8"
+
+
+def collating_server() -> Iterator[RunningServer]:
+    listed = subprocess.run(["locale", "-a"], capture_output=True, text=True, check=False).stdout.split()
+    if "en_US.utf8" not in listed:
+        reason = f"the {COLLATING_LOCALE} locale is not generated (localedef -i en_US -f UTF-8 en_US.UTF-8)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; scripts/test generates it in CI")
+        pytest.skip(reason)
+    with run_server(valkey_server_binary(), env={"LC_ALL": COLLATING_LOCALE}) as server:
+        # the byte-order shortcut's own test, as the script makes it: false here
+        assert server.client().eval("return ('B' < 'a') and 1 or 0", 0) == 0
+        yield server
+
+
+@pytest.fixture(scope="module", params=["valkey", "valkey-cluster", "valkey-en_US"])
 def layout(request: pytest.FixtureRequest) -> Iterator[RunningServer | RunningCluster]:
     if request.param == "valkey":
         with run_server(valkey_server_binary()) as server:
             yield server
+    elif request.param == "valkey-en_US":
+        yield from collating_server()
     else:
         with run_cluster() as cluster:
             yield cluster
