@@ -425,7 +425,11 @@ async def drive(bridge: HttpBridge, sessions: Sequence[S], call: Call[S], total:
     async def worker(session: S) -> None:
         for number in numbers:
             started = time.perf_counter()
-            await call(session, number)
+            try:
+                await call(session, number)
+            except Exception as error:  # said now: closing the sessions can raise another on top
+                progress(f"  call {number} failed: {error!r}")
+                raise
             latencies[number] = time.perf_counter() - started
 
     bridge_cpu, store_cpu, client_cpu = bridge.cpu_seconds(), bridge.store_cpu_seconds(), time.process_time()
