@@ -35,10 +35,10 @@ from .._base import (
 from .._clock import format_instant
 from .._query import query_terms
 from ._errors import client_retry, map_valkey_errors
-from ._index import IndexState, Ranking, WordIndex, snapshot_words
+from ._index import IndexState, Ranking, StoreCounts, WordIndex, snapshot_words
 from ._keys import KeyLayout, LegacyClusterKeys, shard_layouts, shard_of, shards_pattern
 from ._legacy import LegacyMover
-from ._rank import entry_terms, order, rank
+from ._rank import Mode, entry_terms, order, rank
 from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPGRADE, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
@@ -56,6 +56,9 @@ _WRITES = frozenset({"memory_set", "memory_delete", "memory_rollback", "import"}
 _PROGRESS_STEP = 0.1  # seconds between two moves of a bulk call's deadline
 _BATCH = 500
 _ROUND_TRIP = 100  # entries per export or import round trip: each must answer within the deadline
+# A cluster shard with more matches than this for a query of several terms sends its
+# counts only, and the store asks every shard again with the counts added up (see _indexed).
+CLUSTER_ROW_LIMIT = 2_000
 _PENDING_OPERATION_SECONDS = 30
 
 
@@ -544,31 +547,71 @@ class ValkeyEntryStore:
         On a cluster every shard answers for its entries at once. A one-term query's order
         does not depend on the term's frequency (it scales every score alike), so each
         shard cuts by its own counts; with more terms the scores need the store's counts,
-        so each shard returns every match and the bridge ranks them all (a first round
-        adding the counts up cost more than it saved: bench/README.md). Either way the
-        order, totals and `match` are a single node's."""
+        so each shard returns every match and the bridge ranks them all, unless a shard
+        has more than CLUSTER_ROW_LIMIT: then the shards' counts are added up and a second
+        call to each cuts by the store's counts (at a few thousand matches the second
+        call costs less than ranking them all in the bridge; below, more: bench/README.md).
+        Either way the order, totals and `match` are a single node's."""
         if self._legacy:
             return None
         single = len(self._indexes) == 1  # its script sends the rows' entries too: no FETCH
         cut = single or len(terms) == 1
-        found = await asyncio.gather(
-            *(
-                index.candidates(
-                    terms, self._filter_sets(flt, keys), offset + limit if cut else None, whole=single
-                )
-                for index, keys in zip(self._indexes, self._layouts, strict=True)
-            )
-        )
-        if any(shard is None for shard in found):
+        depth, row_limit = (offset + limit, None) if cut else (None, CLUSTER_ROW_LIMIT)
+        found = await self._shard_candidates(flt, terms, depth, whole=single, row_limit=row_limit)
+        if found is None:
             return None
-        merged = _merge([shard for shard in found if shard is not None], terms)
+        if not all(shard.rows_sent for shard in found):
+            return await self._indexed_by_store_counts(flt, terms, found, offset, limit)
+        merged = _merge(found, terms)
         ordered, mode = order(merged.candidates, terms, merged.total, merged.frequency)
         wanted = [c.id for c in ordered[offset : offset + limit]]
-        hashes = found[0].hashes if single and found[0] is not None else None
+        hashes = found[0].hashes if single else None
         page = [_entry(id, hashes[id]) for id in wanted] if hashes is not None else await self._fetch(wanted)
         if cut:
             return EntryPage(page, merged.matched, match=merged.mode)
         return EntryPage(page, len(ordered), match=mode)  # the shards' rows in their own modes
+
+    async def _shard_candidates(
+        self,
+        flt: EntryFilter,
+        terms: list[str],
+        depth: int | None,
+        *,
+        whole: bool = False,
+        row_limit: int | None = None,
+        store: StoreCounts | None = None,
+    ) -> list[Ranking] | None:
+        """Every shard's candidates at once; None when any shard's index cannot answer."""
+        found = await asyncio.gather(
+            *(
+                index.candidates(
+                    terms, self._filter_sets(flt, keys), depth, whole=whole, row_limit=row_limit, store=store
+                )
+                for index, keys in zip(self._indexes, self._layouts, strict=True)
+            )
+        )
+        shards = [shard for shard in found if shard is not None]
+        return shards if len(shards) == len(found) else None
+
+    async def _indexed_by_store_counts(
+        self, flt: EntryFilter, terms: list[str], counted: list[Ranking], offset: int, limit: int
+    ) -> EntryPage | None:
+        """A cluster's page of a query of several terms from a second call to every shard,
+        which cuts by the store's counts (the shards' from the first call added up)."""
+        mode: Mode = "all" if any(shard.mode == "all" for shard in counted) else "any"
+        store = StoreCounts(
+            sum(shard.total for shard in counted),
+            {t: sum(shard.frequency[t] for shard in counted) for t in terms},
+            mode,
+        )
+        found = await self._shard_candidates(flt, terms, offset + limit, store=store)
+        if found is None:
+            return None
+        candidates = [c for shard in found for c in shard.candidates]
+        ordered, _ = order(candidates, terms, store.searched, store.frequency)
+        page = await self._fetch([c.id for c in ordered[offset : offset + limit]])
+        matched = sum(shard.matched for shard in counted if shard.mode == mode)
+        return EntryPage(page, matched, match=mode)
 
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:

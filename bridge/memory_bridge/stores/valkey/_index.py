@@ -20,7 +20,7 @@ from ._keys import KeyLayout
 from ._rank import Candidate, Mode, entry_terms
 from ._scripts import INDEX_BATCH, INDEX_READ, SEARCH
 
-__all__ = ["IndexState", "Ranking", "WordIndex", "snapshot_words"]
+__all__ = ["IndexState", "Ranking", "StoreCounts", "WordIndex", "snapshot_words"]
 
 # Entries whose recorded expiry is at most this far ahead are checked for being gone when
 # a search counts the entries searched: covers clock differences between bridges and server.
@@ -45,7 +45,8 @@ class Ranking:
     """The rows that can be among the best `depth` of a query (of the entries with every
     term, or with any if none has all), how many entries were searched, how many of those
     have each term, and how many have the terms (the page's total); asked for `whole`,
-    each row's entry as its hash's fields (id -> fields)."""
+    each row's entry as its hash's fields (id -> fields). `rows_sent` is False when the
+    matches were more than the call's row limit: the counts came, no rows."""
 
     candidates: list[Candidate]
     total: int
@@ -53,6 +54,17 @@ class Ranking:
     mode: Mode
     matched: int
     hashes: dict[str, dict[str, str]] | None = None
+    rows_sent: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCounts:
+    """A cluster store's counts for a query, its shards' added up: entries searched, per
+    term how many have it, and whether any entry has every term."""
+
+    searched: int
+    frequency: dict[str, int]
+    mode: Mode
 
 
 def _fields(flat: list[Any]) -> dict[str, str]:
@@ -89,12 +101,20 @@ class WordIndex:
         self._batch = client.register_script(INDEX_BATCH)
 
     async def candidates(
-        self, terms: list[str], filter_sets: list[str], depth: int | None, *, whole: bool = False
+        self,
+        terms: list[str],
+        filter_sets: list[str],
+        depth: int | None,
+        *,
+        whole: bool = False,
+        row_limit: int | None = None,
+        store: StoreCounts | None = None,
     ) -> Ranking | None:
         """The rows that can be among the best `depth` (None: every row) for the terms among
-        the live entries of the filter sets, with `whole` their entries' hashes too; None
-        while the index is not built, or when the terms match too many entries for one
-        script (the caller scans)."""
+        the live entries of the filter sets, with `whole` their entries' hashes too; only
+        the counts when there are more than `row_limit` rows; scored by the `store`'s
+        counts when given (else this shard's); None while the index is not built, or when
+        the terms match too many entries for one script (the caller scans)."""
         keys = [self._keys.own(k) for k in ("memidx", "memcount", "memexp", "memvocab")]
         args = {
             "prefix": self._keys.prefix,
@@ -106,10 +126,18 @@ class WordIndex:
             "depth": MAX_VISITS if depth is None else max(depth, 1),  # no more rows than visits
             "whole": whole,
         }
+        if row_limit is not None:
+            args["row_limit"] = row_limit
+        if store is not None:
+            args["store"] = {
+                "searched": store.searched,
+                "freq": [store.frequency[t] for t in terms],
+                "mode": store.mode,
+            }
         reply = await self._search(keys=keys, args=[json.dumps(args)])
-        if reply[0] != "ok":
+        if reply[0] not in ("ok", "counts"):
             return None
-        _, total, mode, freq, rows, matched = reply
+        status, total, mode, freq, rows, matched = reply
         candidates = []
         hashes: dict[str, dict[str, str]] | None = {} if whole else None
         for id, hits, updated, *rest in json.loads(rows):
@@ -123,7 +151,7 @@ class WordIndex:
                 hashes[id] = _fields(rest[len(terms)])
         frequency = {t: int(f) for t, f in zip(terms, freq, strict=True)}
         found: Mode = "any" if mode == "any" else "all"
-        return Ranking(candidates, int(total), frequency, found, int(matched), hashes)
+        return Ranking(candidates, int(total), frequency, found, int(matched), hashes, status == "ok")
 
     async def ready(self) -> bool:
         return bool(await self._client.get(self._keys.own("memidx")) == IndexState.READY)

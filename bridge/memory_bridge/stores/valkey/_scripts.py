@@ -447,9 +447,11 @@ return 1
 # JSON text (one string is far cheaper for the client to read than an array per row).
 # KEYS: memidx, memcount, memexp, memvocab
 # ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack, max_visits,
-#           depth, whole}
+#           depth, whole, row_limit (optional), store (optional: {searched, freq, mode})}
 # Returns {'unbuilt'} while the index is being built, {'too_many'} when the terms match
-# more than max_visits entries, else {'ok', searched, mode, freq, rows, matched}.
+# more than max_visits entries, {'counts', searched, mode, freq, '[]', rows} when they
+# match more than row_limit, else {'ok', searched, mode, freq, rows, matched}. With
+# `store` (a cluster's counts added up over its shards) scores use the store's counts.
 SEARCH = r"""
 local a = cjson.decode(ARGV[1])
 if redis.call('GET', KEYS[1]) ~= 'ready' then return {'unbuilt'} end
@@ -663,12 +665,24 @@ else
   if type(total) ~= 'number' then total = #redis.call('SINTER', unpack(a.filters)) end
 end
 local searched = total - dead
+if a.row_limit then  -- more rows than the limit: the counts alone, for a second call
+  local rows = 0
+  for _, key in ipairs(keys) do rows = rows + #bucket[key] end
+  if rows > a.row_limit then return {'counts', searched, mode, freq, '[]', rows} end
+end
+-- The whole store's counts, from a first call to every shard: scores as the store's, and
+-- none of this shard's rows when they lack a term and other shards' rows have them all.
+local searched_by, freq_by = searched, freq
+if a.store then
+  if a.store.mode == 'all' and mode == 'any' then return {'ok', searched, mode, freq, '[]', 0} end
+  searched_by, freq_by = a.store.searched, a.store.freq
+end
 -- Scores, as _rank.order computes them, once per bucket; a term's part of a score is
 -- computed once per distinct counts (summed per term first, so a sum of several terms may
 -- differ from Python's in its last bits: the margin above covers that).
 local weights, idf, memo = {6.0, 4.0, 4.0, 1.0}, {}, {}
 for k = 1, nterms do
-  idf[k] = freq[k] > 0 and math.log(1 + searched / freq[k]) or 0.0
+  idf[k] = freq_by[k] > 0 and math.log(1 + searched_by / freq_by[k]) or 0.0
   memo[k] = {}
 end
 local function part(k, c)
