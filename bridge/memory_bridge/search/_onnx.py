@@ -30,7 +30,6 @@ __all__ = [
     "MINILM_FLOAT_NAME",
     "MINILM_NAME",
     "OnnxEmbedder",
-    "inference_session",
     "lazy_minilm",
     "load_minilm",
     "session_options",
@@ -40,10 +39,6 @@ MINILM_NAME = "all-MiniLM-L6-v2-int8-kernels"  # int8 MatMul kernels (see _quant
 MINILM_FLOAT_NAME = "all-MiniLM-L6-v2-int8"  # the packaged graph as it is: float32 MatMuls
 MINILM_DIMENSION = 384
 _MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
-# ONNX Runtime's SkipLayerNormalization kernel costs more than the Add and LayerNormalization
-# it fuses: without it a 94-token text takes 12% less CPU on the int8 kernels (float32: the
-# same vectors; int8: as close to float32's as before, cosine 0.999 to the fused ones').
-_SLOWER_FUSIONS = ["SkipLayerNormFusion"]
 _TOKENIZER = Path(__file__).with_name("data") / "all-MiniLM-L6-v2.tokenizer.json"
 
 
@@ -109,16 +104,6 @@ def session_options(onnxruntime: Any) -> Any:
     return options
 
 
-def inference_session(onnxruntime: Any, model: Path | bytes) -> Any:
-    """A CPU session on `model` (a path or the model's bytes) with `session_options`."""
-    return onnxruntime.InferenceSession(
-        model if isinstance(model, bytes) else str(model),
-        sess_options=session_options(onnxruntime),
-        providers=["CPUExecutionProvider"],
-        disabled_optimizers=_SLOWER_FUSIONS,
-    )
-
-
 def load_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> OnnxEmbedder:
     """Load the bundled model (about half a second); raises if a file is missing.
     `threads` texts are embedded at once, each on one thread. With `int8_cache`, its
@@ -133,13 +118,19 @@ def load_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> OnnxEmbe
     tokenizer.enable_truncation(max_length=_MAX_TOKENS)
     tokenizer.no_padding()
 
+    def session(model: Path | bytes) -> Any:
+        source = model if isinstance(model, bytes) else str(model)
+        return onnxruntime.InferenceSession(
+            source, sess_options=session_options(onnxruntime), providers=["CPUExecutionProvider"]
+        )
+
     if int8_cache is None:
-        loaded = inference_session(onnxruntime, _model_path())
+        loaded = session(_model_path())
     else:
         try:
-            loaded = inference_session(onnxruntime, int8_model(_model_path(), int8_cache))
+            loaded = session(int8_model(_model_path(), int8_cache))
         except Exception:  # another memctl version may have replaced the cached file meanwhile
-            loaded = inference_session(onnxruntime, int8_model(_model_path(), int8_cache))
+            loaded = session(int8_model(_model_path(), int8_cache))
     name = MINILM_FLOAT_NAME if int8_cache is None else MINILM_NAME
     return OnnxEmbedder(loaded, tokenizer, name, MINILM_DIMENSION, threads=threads)
 

@@ -82,7 +82,7 @@ def test_int8_embedding_tables_give_the_same_vectors_as_the_folded_float_ones(
     import onnxruntime
     from onnxruntime.quantization import QuantType, quant_pre_process, quantize_dynamic
 
-    from memory_bridge.search._onnx import OnnxEmbedder, inference_session
+    from memory_bridge.search._onnx import OnnxEmbedder, session_options
 
     folded = tmp_path / "folded.onnx"
     quant_pre_process(_model_path(), tmp_path / "prepared.onnx", skip_symbolic_shape=True)
@@ -95,7 +95,9 @@ def test_int8_embedding_tables_give_the_same_vectors_as_the_folded_float_ones(
     )
     assert folded.stat().st_size > 2 * len(built[1])  # the word table as float32
     lean = load_minilm(1, int8_cache=built[0])
-    session = inference_session(onnxruntime, folded)
+    session = onnxruntime.InferenceSession(
+        str(folded), sess_options=session_options(onnxruntime), providers=["CPUExecutionProvider"]
+    )
     wide = OnnxEmbedder(session, lean._tokenizer, MINILM_NAME, lean.dimension)
     texts = ["Rotate the API keys every 30 days.", "Money is stored as integer cents, never floats."]
     assert np.array_equal(lean.embed_documents(texts), wide.embed_documents(texts))
