@@ -36,7 +36,7 @@ from .._knowledge import (
 )
 from .._query import query_terms
 from ._db import Database
-from ._knowledge_hop import Fused, HopPlan, insert_hops, plan_hop, score_hops
+from ._knowledge_hop import Coverage, Fused, HopPlan, insert_hops, plan_hop, score_hops
 from ._knowledge_ranking import Ranking, fuse
 from ._knowledge_schema import migrate_knowledge
 from ._knowledge_terms import TermFrequencies
@@ -130,6 +130,7 @@ class SqliteKnowledgeStore:
         self._db = Database(path, migrate_knowledge, clock=clock)
         self._vectors = KnowledgeVectors(self._db, embedder) if embedder is not None else None
         self._terms = TermFrequencies()
+        self._coverage = Coverage()
         self._default_slots = tuple(default_slots)
         self._slots_ready = False
 
@@ -513,7 +514,9 @@ class SqliteKnowledgeStore:
                 fused = self._feedback(conn, query, fused, where, params)
             hop = None
             if self.ranking.second_hop and mode == "hybrid":
-                hop = plan_hop(conn, self._terms, query, fused, where, params, self.ranking.prefix_min)
+                hop = plan_hop(
+                    conn, self._terms, self._coverage, query, fused, where, params, self.ranking.prefix_min
+                )
             return fused, hop
 
         ranked = self._db.run("search_memory", rank, False)
@@ -684,4 +687,5 @@ class SqliteKnowledgeStore:
     async def close(self) -> None:
         if self._vectors is not None:
             await anyio.to_thread.run_sync(self._vectors.close)
+        self._coverage.close()
         self._db.close()

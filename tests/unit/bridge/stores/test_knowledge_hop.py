@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -11,7 +12,9 @@ import pytest
 from memory_bridge.search import LazyEmbedder, lazy_minilm
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
-from memory_bridge.stores.sqlite._knowledge_hop import bridge_words, insert_hops
+from memory_bridge.stores.sqlite._knowledge_hop import Coverage, bridge_words, insert_hops
+from memory_bridge.stores.sqlite._knowledge_schema import FTS_TOKENIZER
+from memory_bridge.stores.sqlite._match import match_expression
 
 from ....bridges import MODEL_CACHE
 from ....hop_corpus import COVERED, FIRST, QUESTION, SECOND, turns
@@ -83,3 +86,37 @@ async def test_the_hop_keeps_to_the_documents_search_may_return(store: SqliteKno
     assert second is not None
     await store.set_enabled("knowledge", second.id, False)
     assert SECOND not in await names(store, QUESTION, hop=True)
+
+
+@pytest.mark.parametrize("prefix_min", [3, None])
+def test_coverage_matches_words_as_the_store_index_does(tmp_path: Path, prefix_min: int | None) -> None:
+    conn = sqlite3.connect(tmp_path / "fts.db")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE passages_fts USING fts5 (name, content, tokenize = '{FTS_TOKENIZER}')"
+    )
+    rows = [("cousin.md", turns()[FIRST]), ("food.md", turns()[SECOND]), ("other.md", "Cousins moving")]
+    conn.executemany(
+        "INSERT INTO passages_fts (rowid, name, content) VALUES (?, ?, ?)",
+        [(i, *r) for i, r in enumerate(rows, 1)],
+    )
+    words = ["moved", "moving", "cous", "jon", "md", "food", "to", "a", "solar", "tallin", "schnitzel", "xyz"]
+    coverage = Coverage()
+    try:
+        for passage in (1, 2):
+            store_index = {
+                word: conn.execute(
+                    "SELECT 1 FROM passages_fts WHERE passages_fts MATCH ? AND rowid = ?",
+                    (match_expression([word], "any", prefix_min), passage),
+                ).fetchone()
+                is not None
+                for word in words
+            }
+            assert coverage.covered(conn, passage, words, prefix_min) == store_index
+        assert coverage.covered(conn, 1, ["moving", "md", "tallin"], prefix_min) == {
+            "moving": True,  # stemmed: `moved`
+            "md": True,  # the document name counts
+            "tallin": prefix_min is not None,
+        }
+    finally:
+        coverage.close()
+        conn.close()
