@@ -1,7 +1,8 @@
 """Per-stage timers for one embedded knowledge search (bench/hop_latency.py --profile).
 
 Wraps the store's stage functions in timers for the duration of a `with StageTimes()`
-block: the query embedding (and the hop's second one), the filter's SQL, the catch-up
+block: the query embedding (and the hop's second one, or the pooling of its words' token
+states that replaces it), the filter's SQL, the catch-up
 check, the keyword and dense rounds, fusion, the hop's plan (with its coverage lookups and
 bridge counts inside it), its scoring and the hits' shaping; plus the garbage collector's
 pauses. `search()` wraps one search and records its total; `report()` prints each stage's
@@ -19,6 +20,7 @@ from contextlib import contextmanager
 from types import ModuleType, TracebackType
 from typing import Any
 
+from memory_bridge.search import _embed
 from memory_bridge.stores.sqlite import _knowledge, _knowledge_hop, _knowledge_terms, _knowledge_vectors
 
 TOTAL = "total"
@@ -57,7 +59,8 @@ class StageTimes:
 
     def __enter__(self) -> StageTimes:
         store = _knowledge.SqliteKnowledgeStore
-        self._wrap(store, "_query_vector", self._embed_stage)
+        self._wrap(store, "_query_embedding", self._embed_stage)
+        self._wrap(_embed.QueryTokens, "pooled", "residual pooling")
         self._wrap(store, "_allowed_sql", "filter sql")
         self._wrap(_knowledge_vectors.KnowledgeVectors, "catch_up", "catch up")
         self._wrap(store, "_keyword", "keyword (FTS)")

@@ -10,7 +10,9 @@ word with the question. The first round finds the first; the second hop reaches 
    pet, a city; rarer capitalised words, such as product names in engineering notes, made
    the hop misfire there).
 2. **Residual**: the question's words the best hit does not match (as the keyword index
-   matches them, stemmed).
+   matches them, stemmed), their vector the mean of their own token states from the
+   question's embedding (no second model call; a model that gives no token states, an
+   embeddings endpoint, embeds them on their own).
 3. Among the documents naming a bridge word (not the best hit, nor its near copies), each
    scores `cosine(residual, passage) + LEXICAL_WEIGHT x BM25 of (bridge AND residual
    words) / best`, the residual words matched whole (stemmed): as prefixes they cost a
@@ -71,6 +73,7 @@ class HopPlan:
     top_document: int
     top_passage: int
     residual: str  # the question without the words the best hit matches: embedded
+    residual_words: tuple[tuple[int, int], ...]  # their character spans in the question
     documents: frozenset[int]  # naming a bridge word, the best hit aside
     lexical: dict[int, float]  # document -> BM25 of (bridge AND residual words), relative to the best
 
@@ -154,13 +157,13 @@ def plan_hop(
     if len(fused) < 2 or fused[0][0] - fused[1][0] < MIN_LEAD:
         return None
     _, top_document, top_passage = fused[0]
-    tokens = _WORD.findall(query)
-    question = {t.lower() for t in tokens}
+    tokens = list(_WORD.finditer(query))
+    question = {t.group().lower() for t in tokens}
     if len(question) > MAX_QUESTION_WORDS:
         return None
     covered = coverage.covered(conn, top_passage, sorted(question), prefix_min)
-    rest = [t for t in tokens if not covered[t.lower()]]
-    uncovered = list(dict.fromkeys(t.lower() for t in rest if t.lower() not in STOPWORDS))
+    rest = [t for t in tokens if not covered[t.group().lower()]]
+    uncovered = list(dict.fromkeys(w for t in rest if (w := t.group().lower()) not in STOPWORDS))
     if not uncovered:
         return None
     content = conn.execute("SELECT content FROM passages WHERE rowid = ?", (top_passage,)).fetchone()[0]
@@ -193,7 +196,8 @@ def plan_hop(
     return HopPlan(
         top_document,
         top_passage,
-        " ".join(rest),
+        " ".join(t.group() for t in rest),
+        tuple(t.span() for t in rest),
         frozenset(documents),
         {document: relevance / best for document, relevance in lexical.items()},
     )

@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from memory_bridge.search import LazyEmbedder, lazy_minilm
+from memory_bridge.search import LazyEmbedder, QueryTokens, lazy_minilm
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge_hop import Coverage, bridge_words, insert_hops
@@ -27,16 +28,62 @@ def minilm() -> LazyEmbedder:
     return lazy_minilm(2, int8_cache=MODEL_CACHE)
 
 
-@pytest.fixture
-async def store(tmp_path: Path, minilm: LazyEmbedder) -> AsyncIterator[SqliteKnowledgeStore]:
-    store = SqliteKnowledgeStore(tmp_path / "k.db", embedder=minilm, default_slots=["knowledge"])
+class Recording:
+    """The model, recording the texts embedded for queries; `tokens`: whether it gives a
+    query's token states (the bundled model does, an embeddings endpoint does not)."""
+
+    def __init__(self, model: LazyEmbedder, *, tokens: bool) -> None:
+        self.name, self.dimension = model.name, model.dimension
+        self.model = model
+        self.queries: list[str] = []
+        if tokens:
+            self.embed_query_tokens = self._tokens
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return self.model.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.queries.append(text)
+        return self.model.embed_query(text)
+
+    def _tokens(self, text: str) -> QueryTokens | None:
+        self.queries.append(text)
+        return self.model.embed_query_tokens(text)
+
+
+async def filled(path: Path, embedder: LazyEmbedder | Recording) -> SqliteKnowledgeStore:
+    store = SqliteKnowledgeStore(path, embedder=embedder, default_slots=["knowledge"])
     for name, text in turns().items():
         await store.upsert("knowledge", name, text, DocMetadata(), origin="t")
     await store.upkeep()
+    return store
+
+
+@pytest.fixture
+async def store(tmp_path: Path, minilm: LazyEmbedder) -> AsyncIterator[SqliteKnowledgeStore]:
+    store = await filled(tmp_path / "k.db", minilm)
     try:
         yield store
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("tokens", [True, False], ids=["token states", "endpoint"])
+async def test_the_hop_pools_its_words_from_the_question_s_tokens(
+    tmp_path: Path, minilm: LazyEmbedder, tokens: bool
+) -> None:
+    model = Recording(minilm, tokens=tokens)
+    store = await filled(tmp_path / "k.db", model)
+    try:
+        found = await names(store, QUESTION, hop=True)
+    finally:
+        await store.close()
+    assert found[0] == FIRST and SECOND in found[1:3]
+    if tokens:  # one model call: the residual words' vector is the mean of their token states
+        assert model.queries == [QUESTION]
+    else:  # a model without token states embeds the residual words on their own
+        assert model.queries[0] == QUESTION and len(model.queries) == 2
+        assert "Jonas" not in model.queries[1] and "dish" in model.queries[1]
 
 
 async def names(store: SqliteKnowledgeStore, query: str, *, hop: bool) -> list[str]:
