@@ -55,6 +55,8 @@ from memory_bridge.search import (
     MINILM_NAME,
     Embedder,
     LazyEmbedder,
+    QueryTokens,
+    TokenEmbedder,
     lazy_minilm,
     load_minilm,
 )
@@ -240,6 +242,11 @@ class CachingEmbedder:
 
     def embed_query(self, text: str) -> Vector:
         return self._inner.embed_query(text)
+
+    def embed_query_tokens(self, text: str) -> QueryTokens | None:
+        """The inner model's (search pools the second hop's residual words from them)."""
+        inner = self._inner
+        return inner.embed_query_tokens(text) if isinstance(inner, TokenEmbedder) else None
 
     def cached(self, text: str) -> bool:
         """Whether a document text's vector is cached already."""

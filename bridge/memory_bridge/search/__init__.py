@@ -9,6 +9,8 @@ from .._lazy import lazy_attributes as _lazy_attributes
 _LAZY = {
     "Embedder": "._embed",
     "LazyEmbedder": "._embed",
+    "QueryTokens": "._embed",
+    "TokenEmbedder": "._embed",
     "MINILM_FLOAT_NAME": "._onnx",
     "MINILM_NAME": "._onnx",
     "lazy_minilm": "._onnx",
@@ -17,9 +19,18 @@ _LAZY = {
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
 if _typing.TYPE_CHECKING:
-    from ._embed import Embedder, LazyEmbedder
+    from ._embed import Embedder, LazyEmbedder, QueryTokens, TokenEmbedder
     from ._onnx import MINILM_FLOAT_NAME, MINILM_NAME, lazy_minilm, load_minilm
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
 
-__all__ = ["MINILM_FLOAT_NAME", "MINILM_NAME", "Embedder", "LazyEmbedder", "lazy_minilm", "load_minilm"]
+__all__ = [
+    "MINILM_FLOAT_NAME",
+    "MINILM_NAME",
+    "Embedder",
+    "LazyEmbedder",
+    "QueryTokens",
+    "TokenEmbedder",
+    "lazy_minilm",
+    "load_minilm",
+]

@@ -4,8 +4,9 @@ OpenAI-compatible endpoint (Ollama, LM Studio, vLLM); loaded lazily."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .._errors import EmbedderUnavailable
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:  # numpy loads with the model, not with the bridge (stdio star
 
     Vector = npt.NDArray[np.float32]
 
-__all__ = ["Embedder", "LazyEmbedder"]
+__all__ = ["Embedder", "LazyEmbedder", "QueryTokens", "TokenEmbedder"]
 
 
 class Embedder(Protocol):
@@ -27,6 +28,39 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> Vector:
         """One float32 unit vector."""
+
+
+@dataclass(frozen=True)
+class QueryTokens:
+    """A query's unit vector and the hidden states it was pooled from, one row per token
+    (special tokens left out), with each token's character span in the query."""
+
+    vector: Vector
+    states: Vector
+    spans: tuple[tuple[int, int], ...]
+
+    def pooled(self, words: Sequence[tuple[int, int]]) -> Vector | None:
+        """The unit mean of the tokens inside `words` (character spans of the query): what
+        the query says in those words, read in its context, without another model call.
+        None when no token lies there (cut off by the model's length limit)."""
+        import numpy as np
+
+        rows = [
+            i for i, (lo, hi) in enumerate(self.spans) if any(lo < end and start < hi for start, end in words)
+        ]
+        if not rows:
+            return None
+        mean = self.states[rows].mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        return None if norm == 0.0 else np.asarray(mean / norm, dtype=np.float32)
+
+
+@runtime_checkable
+class TokenEmbedder(Protocol):
+    """An embedder that can also return a query's token states (the bundled model)."""
+
+    def embed_query_tokens(self, text: str) -> QueryTokens | None:
+        """The query's vector with its token states; None if this model cannot give them."""
 
 
 class LazyEmbedder:
@@ -58,3 +92,7 @@ class LazyEmbedder:
 
     def embed_query(self, text: str) -> Vector:
         return self._get().embed_query(text)
+
+    def embed_query_tokens(self, text: str) -> QueryTokens | None:
+        embedder = self._get()
+        return embedder.embed_query_tokens(text) if isinstance(embedder, TokenEmbedder) else None

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._embed import LazyEmbedder
+from ._embed import LazyEmbedder, QueryTokens
 
 if TYPE_CHECKING:  # numpy loads with the model, not when the bridge names it (stdio start stays fast)
     import numpy as np
@@ -60,16 +60,22 @@ class OnnxEmbedder:
         self._types = "token_type_ids" in {i.name for i in session.get_inputs()}
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="embed") if threads > 1 else None
 
-    def _run(self, ids: list[int]) -> Vector:
-        """The mean of the last hidden states of one text (no padding: every token counts)."""
+    def _hidden(self, ids: list[int]) -> Vector:
+        """The last hidden states of one text, one row per token (no padding)."""
         import numpy as np  # loaded by onnxruntime already: a lookup in sys.modules
 
         tokens = np.array([ids], dtype=np.int64)
         feeds = {"input_ids": tokens, "attention_mask": np.ones_like(tokens)}
         if self._types:
             feeds["token_type_ids"] = np.zeros_like(tokens)
-        hidden = self._session.run(["last_hidden_state"], feeds)[0]
-        return np.asarray(hidden[0].mean(axis=0), dtype=np.float32)
+        hidden: Vector = self._session.run(["last_hidden_state"], feeds)[0][0]
+        return hidden
+
+    def _run(self, ids: list[int]) -> Vector:
+        """The mean of the last hidden states of one text (no padding: every token counts)."""
+        import numpy as np
+
+        return np.asarray(self._hidden(ids).mean(axis=0), dtype=np.float32)
 
     def embed_documents(self, texts: list[str]) -> Vector:
         import numpy as np
@@ -87,6 +93,18 @@ class OnnxEmbedder:
     def embed_query(self, text: str) -> Vector:
         vector: Vector = self.embed_documents([text])[0]
         return vector
+
+    def embed_query_tokens(self, text: str) -> QueryTokens:
+        """embed_query's vector, with the token states it is the mean of (the second hop of
+        knowledge search pools the question's unmatched words from them)."""
+        import numpy as np
+
+        encoding = self._tokenizer.encode(text)
+        hidden = self._hidden(encoding.ids)
+        vector = np.asarray(hidden.mean(axis=0), dtype=np.float32)[None, :]
+        vector /= np.clip(np.linalg.norm(vector, axis=1, keepdims=True), 1e-12, None)
+        words = [i for i, special in enumerate(encoding.special_tokens_mask) if not special]
+        return QueryTokens(vector[0], hidden[words], tuple(encoding.offsets[i] for i in words))
 
 
 def session_options(onnxruntime: Any) -> Any:

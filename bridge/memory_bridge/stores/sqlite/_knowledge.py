@@ -23,7 +23,7 @@ import anyio.to_thread
 
 from ..._errors import EmbedderUnavailable, InvalidInput
 from ...search._chunk import chunk_text
-from ...search._embed import Embedder, LazyEmbedder
+from ...search._embed import Embedder, LazyEmbedder, QueryTokens, TokenEmbedder
 from .._knowledge import (
     DocMetadata,
     Document,
@@ -36,7 +36,7 @@ from .._knowledge import (
 )
 from .._query import query_terms
 from ._db import Database
-from ._knowledge_hop import Fused, HopPlan, insert_hops, plan_hop, score_hops
+from ._knowledge_hop import Coverage, Fused, HopPlan, insert_hops, plan_hop, score_hops
 from ._knowledge_ranking import Ranking, fuse
 from ._knowledge_schema import migrate_knowledge
 from ._knowledge_terms import TermFrequencies
@@ -130,6 +130,7 @@ class SqliteKnowledgeStore:
         self._db = Database(path, migrate_knowledge, clock=clock)
         self._vectors = KnowledgeVectors(self._db, embedder) if embedder is not None else None
         self._terms = TermFrequencies()
+        self._coverage = Coverage()
         self._default_slots = tuple(default_slots)
         self._slots_ready = False
 
@@ -448,12 +449,24 @@ class SqliteKnowledgeStore:
         )
 
     def _query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
+        vector, _, degraded = self._query_embedding(query, tokens=False)
+        return vector, degraded
+
+    def _query_embedding(
+        self, query: str, *, tokens: bool
+    ) -> tuple[np.ndarray | None, QueryTokens | None, str | None]:
+        """The query's vector, with its token states if `tokens` and the model gives them
+        (the second hop pools its residual words from them), or why there is none."""
         if self.embedder is None:
-            return None, "no embedding model is configured: keyword search only"
+            return None, None, "no embedding model is configured: keyword search only"
         try:
-            return self.embedder.embed_query(query), None
+            if tokens and isinstance(self.embedder, TokenEmbedder):
+                states = self.embedder.embed_query_tokens(query)
+                if states is not None:
+                    return states.vector, states, None
+            return self.embedder.embed_query(query), None, None
         except EmbedderUnavailable as exc:
-            return None, f"{exc}: keyword search only"
+            return None, None, f"{exc}: keyword search only"
 
     async def search(
         self,
@@ -479,9 +492,10 @@ class SqliteKnowledgeStore:
     ) -> SearchPage:
         """The whole search in one worker thread: query vector, catching up, ranking."""
         degraded: str | None = None
-        query_vector = None
+        query_vector = tokens = None
         if mode in ("hybrid", "dense"):
-            query_vector, degraded = self._query_vector(query)
+            hop_ready = mode == "hybrid" and self.ranking.second_hop
+            query_vector, tokens, degraded = self._query_embedding(query, tokens=hop_ready)
             if query_vector is None:
                 mode = "keyword"
         where, params = self._db.run(
@@ -513,14 +527,20 @@ class SqliteKnowledgeStore:
                 fused = self._feedback(conn, query, fused, where, params)
             hop = None
             if self.ranking.second_hop and mode == "hybrid":
-                hop = plan_hop(conn, self._terms, query, fused, where, params, self.ranking.prefix_min)
+                hop = plan_hop(
+                    conn, self._terms, self._coverage, query, fused, where, params, self.ranking.prefix_min
+                )
             return fused, hop
 
         ranked = self._db.run("search_memory", rank, False)
         if isinstance(ranked, SearchPage):
             return ranked
         fused, hop = ranked
-        residual = self._query_vector(hop.residual)[0] if hop is not None else None  # None: no hop
+        residual = None  # None: no hop
+        if hop is not None:  # the residual words' own tokens, else the model runs on them alone
+            residual = tokens.pooled(hop.residual_words) if tokens is not None else None
+            if residual is None:
+                residual = self._query_vector(hop.residual)[0]
 
         def page(conn: sqlite3.Connection, now: float) -> SearchPage:
             ordered = fused
@@ -684,4 +704,5 @@ class SqliteKnowledgeStore:
     async def close(self) -> None:
         if self._vectors is not None:
             await anyio.to_thread.run_sync(self._vectors.close)
+        self._coverage.close()
         self._db.close()

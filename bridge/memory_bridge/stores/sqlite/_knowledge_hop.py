@@ -10,11 +10,15 @@ word with the question. The first round finds the first; the second hop reaches 
    pet, a city; rarer capitalised words, such as product names in engineering notes, made
    the hop misfire there).
 2. **Residual**: the question's words the best hit does not match (as the keyword index
-   matches them, stemmed).
+   matches them, stemmed), their vector the mean of their own token states from the
+   question's embedding (no second model call; a model that gives no token states, an
+   embeddings endpoint, embeds them on their own).
 3. Among the documents naming a bridge word (not the best hit, nor its near copies), each
    scores `cosine(residual, passage) + LEXICAL_WEIGHT x BM25 of (bridge AND residual
-   words) / best`; the best ones go in at fixed ranks (`POSITIONS`), taking the score of the
-   hit above them, so nothing else moves more than a few places.
+   words) / best`, the residual words matched whole (stemmed): as prefixes they cost a
+   merge of every word they start, several ms at 100k passages, for the same documents;
+   the best ones go in at fixed ranks (`POSITIONS`), taking the score of the hit above
+   them, so nothing else moves more than a few places.
 
 It runs only when the best hit leads the second by `MIN_LEAD` (a confident first hop) and
 the question (at most `MAX_QUESTION_WORDS` distinct words) has residual words. Measured in
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,7 +43,7 @@ if TYPE_CHECKING:
 
     from ...search._vectors import VectorIndex
 
-__all__ = ["Fused", "HopPlan", "insert_hops", "plan_hop", "score_hops"]
+__all__ = ["Coverage", "Fused", "HopPlan", "insert_hops", "plan_hop", "score_hops"]
 
 POSITIONS = (2, 3, 5, 7)  # ranks (1-based) the second hop's best documents take
 BRIDGE_SHARE = 0.1  # of all passages: a word named more often is no bridge
@@ -68,6 +73,7 @@ class HopPlan:
     top_document: int
     top_passage: int
     residual: str  # the question without the words the best hit matches: embedded
+    residual_words: tuple[tuple[int, int], ...]  # their character spans in the question
     documents: frozenset[int]  # naming a bridge word, the best hit aside
     lexical: dict[int, float]  # document -> BM25 of (bridge AND residual words), relative to the best
 
@@ -84,19 +90,63 @@ def bridge_words(content: str, question: set[str]) -> list[str]:
     return list(out)
 
 
-def _matches(conn: sqlite3.Connection, word: str, passage: int, prefix_min: int | None) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM passages_fts WHERE passages_fts MATCH ? AND rowid = ?",
-            (match_expression([word], "any", prefix_min), passage),
-        ).fetchone()
-        is not None
-    )
+class Coverage:
+    """Which query words one passage matches, as the keyword index matches them.
+
+    Asking the store's index (`MATCH word AND rowid = passage`) reads each word's whole
+    posting list, and a prefix query (`"the"*`) merges those of every word it starts: at
+    100k passages the question's words cost ~10-80 ms together. Here the passage is copied
+    into a one-row index of the same definition in a private in-memory database, where
+    each word costs microseconds."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._definition = ""
+
+    def _one_row(self, definition: str) -> sqlite3.Connection:
+        """The in-memory index, (re)created when the store's index is defined otherwise."""
+        if self._conn is None:
+            self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        if definition != self._definition:
+            self._conn.execute("DROP TABLE IF EXISTS passages_fts")
+            self._conn.execute(definition)
+            self._definition = definition
+        return self._conn
+
+    def covered(
+        self, conn: sqlite3.Connection, passage: int, words: Sequence[str], prefix_min: int | None
+    ) -> dict[str, bool]:
+        """word -> whether `passage` (its document's name or its content) matches it."""
+        definition = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'passages_fts'"
+        ).fetchone()[0]
+        row = conn.execute("SELECT name, content FROM passages_fts WHERE rowid = ?", (passage,)).fetchone()
+        with self._lock:
+            one = self._one_row(definition)
+            one.execute("DELETE FROM passages_fts")
+            one.execute("INSERT INTO passages_fts (rowid, name, content) VALUES (1, ?, ?)", row)
+            return {
+                word: one.execute(
+                    "SELECT 1 FROM passages_fts WHERE passages_fts MATCH ?",
+                    (match_expression([word], "any", prefix_min),),
+                ).fetchone()
+                is not None
+                for word in words
+            }
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+                self._definition = ""
 
 
 def plan_hop(
     conn: sqlite3.Connection,
     terms: TermFrequencies,
+    coverage: Coverage,
     query: str,
     fused: Fused,
     where: str,
@@ -107,13 +157,13 @@ def plan_hop(
     if len(fused) < 2 or fused[0][0] - fused[1][0] < MIN_LEAD:
         return None
     _, top_document, top_passage = fused[0]
-    tokens = _WORD.findall(query)
-    question = {t.lower() for t in tokens}
+    tokens = list(_WORD.finditer(query))
+    question = {t.group().lower() for t in tokens}
     if len(question) > MAX_QUESTION_WORDS:
         return None
-    covered = {w: _matches(conn, w, top_passage, prefix_min) for w in question}
-    rest = [t for t in tokens if not covered[t.lower()]]
-    uncovered = list(dict.fromkeys(t.lower() for t in rest if t.lower() not in STOPWORDS))
+    covered = coverage.covered(conn, top_passage, sorted(question), prefix_min)
+    rest = [t for t in tokens if not covered[t.group().lower()]]
+    uncovered = list(dict.fromkeys(w for t in rest if (w := t.group().lower()) not in STOPWORDS))
     if not uncovered:
         return None
     content = conn.execute("SELECT content FROM passages WHERE rowid = ?", (top_passage,)).fetchone()[0]
@@ -139,14 +189,15 @@ def plan_hop(
         "SELECT p.document, -bm25(passages_fts, 2.0, 1.0) FROM passages_fts"
         " JOIN passages AS p ON p.rowid = passages_fts.rowid JOIN documents AS d ON d.rowid = p.document"
         f" WHERE passages_fts MATCH ? AND {where} ORDER BY 2 DESC LIMIT ?",
-        [f"{named} AND {match_expression(uncovered, 'any', prefix_min)}", *params, CANDIDATE_PASSAGES],
+        [f"{named} AND {match_expression(uncovered, 'any', None)}", *params, CANDIDATE_PASSAGES],
     ):
         lexical[int(document)] = max(lexical.get(int(document), 0.0), float(relevance))
     best = max(lexical.values(), default=0.0) or 1.0
     return HopPlan(
         top_document,
         top_passage,
-        " ".join(rest),
+        " ".join(t.group() for t in rest),
+        tuple(t.span() for t in rest),
         frozenset(documents),
         {document: relevance / best for document, relevance in lexical.items()},
     )

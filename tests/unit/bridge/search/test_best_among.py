@@ -33,3 +33,13 @@ def test_vector_of_a_passage_and_of_none() -> None:
     vector = index.vector_of(7)
     assert vector is not None and np.allclose(vector, unit(3, 4))
     assert index.vector_of(8) is None
+
+
+def test_rows_of_documents_picks_their_passages_whatever_the_rowids() -> None:
+    index = VectorIndex(2)
+    for passage, document in enumerate([5, 3, 900, 3, 1], 1):
+        index.add([passage], document, unit(1, passage)[None, :])
+    assert index.rows_of({3, 1, 10_000}).tolist() == [False, True, False, True, True]
+    assert not index.rows_of(set()).any()
+    near = index.best_per_document(unit(1, 0), limit=1, documents={900})
+    assert set(near) == {5, 900}  # the nearest passage's document, and 900 however far

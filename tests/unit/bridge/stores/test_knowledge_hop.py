@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from memory_bridge.search import LazyEmbedder, lazy_minilm
+from memory_bridge.search import LazyEmbedder, QueryTokens, lazy_minilm
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
-from memory_bridge.stores.sqlite._knowledge_hop import bridge_words, insert_hops
+from memory_bridge.stores.sqlite._knowledge_hop import Coverage, bridge_words, insert_hops
+from memory_bridge.stores.sqlite._knowledge_schema import FTS_TOKENIZER
+from memory_bridge.stores.sqlite._match import match_expression
 
 from ....bridges import MODEL_CACHE
 from ....hop_corpus import COVERED, FIRST, QUESTION, SECOND, turns
@@ -24,16 +28,62 @@ def minilm() -> LazyEmbedder:
     return lazy_minilm(2, int8_cache=MODEL_CACHE)
 
 
-@pytest.fixture
-async def store(tmp_path: Path, minilm: LazyEmbedder) -> AsyncIterator[SqliteKnowledgeStore]:
-    store = SqliteKnowledgeStore(tmp_path / "k.db", embedder=minilm, default_slots=["knowledge"])
+class Recording:
+    """The model, recording the texts embedded for queries; `tokens`: whether it gives a
+    query's token states (the bundled model does, an embeddings endpoint does not)."""
+
+    def __init__(self, model: LazyEmbedder, *, tokens: bool) -> None:
+        self.name, self.dimension = model.name, model.dimension
+        self.model = model
+        self.queries: list[str] = []
+        if tokens:
+            self.embed_query_tokens = self._tokens
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return self.model.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.queries.append(text)
+        return self.model.embed_query(text)
+
+    def _tokens(self, text: str) -> QueryTokens | None:
+        self.queries.append(text)
+        return self.model.embed_query_tokens(text)
+
+
+async def filled(path: Path, embedder: LazyEmbedder | Recording) -> SqliteKnowledgeStore:
+    store = SqliteKnowledgeStore(path, embedder=embedder, default_slots=["knowledge"])
     for name, text in turns().items():
         await store.upsert("knowledge", name, text, DocMetadata(), origin="t")
     await store.upkeep()
+    return store
+
+
+@pytest.fixture
+async def store(tmp_path: Path, minilm: LazyEmbedder) -> AsyncIterator[SqliteKnowledgeStore]:
+    store = await filled(tmp_path / "k.db", minilm)
     try:
         yield store
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("tokens", [True, False], ids=["token states", "endpoint"])
+async def test_the_hop_pools_its_words_from_the_question_s_tokens(
+    tmp_path: Path, minilm: LazyEmbedder, tokens: bool
+) -> None:
+    model = Recording(minilm, tokens=tokens)
+    store = await filled(tmp_path / "k.db", model)
+    try:
+        found = await names(store, QUESTION, hop=True)
+    finally:
+        await store.close()
+    assert found[0] == FIRST and SECOND in found[1:3]
+    if tokens:  # one model call: the residual words' vector is the mean of their token states
+        assert model.queries == [QUESTION]
+    else:  # a model without token states embeds the residual words on their own
+        assert model.queries[0] == QUESTION and len(model.queries) == 2
+        assert "Jonas" not in model.queries[1] and "dish" in model.queries[1]
 
 
 async def names(store: SqliteKnowledgeStore, query: str, *, hop: bool) -> list[str]:
@@ -83,3 +133,37 @@ async def test_the_hop_keeps_to_the_documents_search_may_return(store: SqliteKno
     assert second is not None
     await store.set_enabled("knowledge", second.id, False)
     assert SECOND not in await names(store, QUESTION, hop=True)
+
+
+@pytest.mark.parametrize("prefix_min", [3, None])
+def test_coverage_matches_words_as_the_store_index_does(tmp_path: Path, prefix_min: int | None) -> None:
+    conn = sqlite3.connect(tmp_path / "fts.db")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE passages_fts USING fts5 (name, content, tokenize = '{FTS_TOKENIZER}')"
+    )
+    rows = [("cousin.md", turns()[FIRST]), ("food.md", turns()[SECOND]), ("other.md", "Cousins moving")]
+    conn.executemany(
+        "INSERT INTO passages_fts (rowid, name, content) VALUES (?, ?, ?)",
+        [(i, *r) for i, r in enumerate(rows, 1)],
+    )
+    words = ["moved", "moving", "cous", "jon", "md", "food", "to", "a", "solar", "tallin", "schnitzel", "xyz"]
+    coverage = Coverage()
+    try:
+        for passage in (1, 2):
+            store_index = {
+                word: conn.execute(
+                    "SELECT 1 FROM passages_fts WHERE passages_fts MATCH ? AND rowid = ?",
+                    (match_expression([word], "any", prefix_min), passage),
+                ).fetchone()
+                is not None
+                for word in words
+            }
+            assert coverage.covered(conn, passage, words, prefix_min) == store_index
+        assert coverage.covered(conn, 1, ["moving", "md", "tallin"], prefix_min) == {
+            "moving": True,  # stemmed: `moved`
+            "md": True,  # the document name counts
+            "tallin": prefix_min is not None,
+        }
+    finally:
+        coverage.close()
+        conn.close()
