@@ -16,6 +16,7 @@ import valkey
 from mcp import Client
 
 from memory_bridge import AccessDenied, EntryWrite, StoreUnavailable
+from memory_bridge.core import _entries as ops
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 
 from ..bridges import HttpBridge, free_port, http_bridge
@@ -427,3 +428,35 @@ async def test_the_bridge_serves_from_redis_7_too(tmp_path: Path) -> None:
             assert payload(await client.call_tool("memory_set", {"id": "on-redis", **NOTE}))["ok"]
             found = payload(await client.call_tool("memory_search", {"query": "tenant"}))
             assert [r["id"] for r in found["results"]] == ["on-redis"]
+
+
+async def test_a_memory_set_on_a_single_node_is_one_round_trip(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write's script returns the entry count for the soft-cap warning: no second call."""
+    store = ValkeyEntryStore(server.url)
+    try:
+        first = EntryWrite("first", "t", "b", "note", ())
+        await store.set(first, ttl=None, if_version=None, operation_id=None)
+        sent: list[str] = []
+        send = store._client.execute_command
+
+        async def counted(*args: Any, **options: Any) -> Any:
+            sent.append(str(args[0]))
+            return await send(*args, **options)
+
+        monkeypatch.setattr(store._client, "execute_command", counted)
+        outcome = await ops.set_entry(
+            store,
+            EntryWrite("second", "t", "b", "note", ()),
+            ttl=None,
+            if_version=None,
+            operation_id=None,
+            max_entries_warn=1,
+        )
+    finally:
+        await store.close()
+    assert sent == ["EVALSHA"]
+    assert outcome["warning"] == (
+        "Entry count (2) exceeds soft cap of 1. Consider running memory_prune_candidates."
+    )

@@ -467,7 +467,12 @@ class ValkeyEntryStore:
                 outcome = SetOutcome("op_mismatch", write.id, recorded_id=str(result["recorded_id"]))
             else:
                 outcome = SetOutcome(
-                    status, write.id, operation=str(result["operation"]), revision=int(result["revision"])
+                    status,
+                    write.id,
+                    operation=str(result["operation"]),
+                    revision=int(result["revision"]),
+                    # a single node's count came back with the write: no second round trip
+                    entry_count=None if self._cluster or "count" not in result else int(result["count"]),
                 )
             if self._cluster and operation_id:
                 await self._settle_operation(operation_id, outcome)

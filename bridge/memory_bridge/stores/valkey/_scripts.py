@@ -154,6 +154,8 @@ end
 #           if_version (-1 = none), op_id ("" = none), stamp, now, max_versions, op_ttl,
 #           rollback (-1 = plain set), expect (rollback: the snapshot the words were
 #           computed from), words, prefix}
+# Returns JSON: {status, ...}; applied: {operation, revision, restored_from, count (this
+# node's live entries after the write: the whole store's on a single node)}.
 WRITE = (
     _PRELUDE
     + r"""
@@ -235,7 +237,7 @@ if a.op_id ~= '' then
   redis.call('EXPIRE', memop, a.op_ttl)
 end
 return cjson.encode({status = 'applied', operation = operation, revision = rev,
-  restored_from = restored_from})
+  restored_from = restored_from, count = tonumber(redis.call('GET', KEYS[5]) or '0')})
 """
 )
 
