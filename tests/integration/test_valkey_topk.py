@@ -148,7 +148,7 @@ def test_the_cut_search_equals_the_full_ranking(
                 if isinstance(layout, RunningCluster):  # shards over the row limit: two calls each
                     with monkeypatch.context() as patch:
                         patch.setattr(store, "_candidates", no_scan)
-                        patch.setattr(entries_module, "CLUSTER_ROW_LIMIT", rnd.choice((0, 1)))
+                        patch.setattr(entries_module, "CLUSTER_ROW_LIMIT", rnd.choice((0, 16, 32)))
                         twice = await store.search(flt, text, offset=offset, limit=limit)
                     assert page(twice) == page(full), (text, flt, offset, limit)
                     assert twice.entries == full.entries

@@ -56,8 +56,9 @@ _WRITES = frozenset({"memory_set", "memory_delete", "memory_rollback", "import"}
 _PROGRESS_STEP = 0.1  # seconds between two moves of a bulk call's deadline
 _BATCH = 500
 _ROUND_TRIP = 100  # entries per export or import round trip: each must answer within the deadline
-# A cluster shard with more matches than this for a query of several terms sends its
-# counts only, and the store asks every shard again with the counts added up (see _indexed).
+# A query of several terms on a cluster: when its shards would send more matches than
+# this (each its share), they send their counts only, and the store asks every shard again
+# with the counts added up (see _indexed).
 CLUSTER_ROW_LIMIT = 2_000
 _PENDING_OPERATION_SECONDS = 30
 
@@ -553,15 +554,15 @@ class ValkeyEntryStore:
         does not depend on the term's frequency (it scales every score alike), so each
         shard cuts by its own counts; with more terms the scores need the store's counts,
         so each shard returns every match and the bridge ranks them all, unless a shard
-        has more than CLUSTER_ROW_LIMIT: then the shards' counts are added up and a second
-        call to each cuts by the store's counts (at a few thousand matches the second
+        has more than its share of CLUSTER_ROW_LIMIT: then the shards' counts are added up
+        and a second call to each cuts by the store's counts (at a few thousand matches the second
         call costs less than ranking them all in the bridge; below, more: bench/README.md).
         Either way the order, totals and `match` are a single node's."""
         if self._legacy:
             return None
         single = len(self._indexes) == 1  # its script sends the rows' entries too: no FETCH
         cut = single or len(terms) == 1
-        depth, row_limit = (offset + limit, None) if cut else (None, CLUSTER_ROW_LIMIT)
+        depth, row_limit = (offset + limit, None) if cut else (None, CLUSTER_ROW_LIMIT // len(self._indexes))
         found = await self._shard_candidates(flt, terms, depth, whole=single, row_limit=row_limit)
         if found is None:
             return None
