@@ -2,13 +2,63 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from .real_dify import RealDify, console, real_dify_target
+
+# Under xdist (scripts/test runs `-n 2 --dist loadscope --no-loadscope-reorder`) a worker
+# takes each group of tests whole: a module, so its module fixtures are made once; or one
+# of the groups below, started first and longest first, so that the fleet's machines and
+# the provisioned stack (session fixtures of minutes) start at once, one on each worker,
+# while the other worker takes the rest when its group is done. The real Dify tests stay
+# on one worker, as one of them stops and restarts its API; so do the users of
+# `tiny_image`, which each session imports anew. A module using the stack or the fleet
+# left out of its group is still correct, only slower: it builds that fixture again.
+FIRST_GROUPS = {
+    "fleet": ("tests/fleet/",),
+    "stack": ("tests/stack/test_down.py", "tests/stack/test_stack.py", "tests/stack/test_upgrade.py"),
+    "real_dify": ("tests/integration/test_real_dify.py",),
+    "tiny_image": ("tests/stack/test_containers.py", "tests/stack/test_docker_container.py"),
+}
+
+
+def xdist_group(nodeid: str) -> str:
+    """The group of a test: one of FIRST_GROUPS, else its module."""
+    module = nodeid.split("::", 1)[0]
+    for group, prefixes in FIRST_GROUPS.items():
+        if module.startswith(prefixes) or (group == "real_dify" and "[real-dify" in nodeid):
+            return group
+    return module
+
+
+def _rank(item: pytest.Item) -> int:
+    group = xdist_group(item.nodeid)
+    return list(FIRST_GROUPS).index(group) if group in FIRST_GROUPS else len(FIRST_GROUPS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=_rank)  # stable: each group keeps its order; the scheduler keeps this one
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadscope` with the groups of `xdist_group` as its scopes."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture

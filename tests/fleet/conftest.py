@@ -23,7 +23,14 @@ import testinfra
 import yaml
 
 from ..bridges import free_port
-from ..stack.conftest import BASE_IMAGE, VALKEY_IMAGE, base_image, docker_engine, valkey_image
+from ..stack.conftest import (
+    BASE_IMAGE,
+    VALKEY_IMAGE,
+    base_image,
+    docker_engine,
+    image_build_lock,
+    valkey_image,
+)
 
 __all__ = ["Fleet", "Target", "base_image", "docker_engine", "valkey_image"]
 
@@ -65,10 +72,11 @@ def ssh_image(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     context = tmp_path_factory.mktemp("ssh-target")
     shutil.copy(HERE / "ssh-target" / "Dockerfile", context)
     (context / "index-ca.pem").write_bytes(INDEX_CA.read_bytes() if INDEX_CA.is_file() else b"")
-    result = _run(
-        "docker", "build", "--quiet", "--network", "host", "--build-arg", f"BASE_IMAGE={base_image}",
-        "-t", SSH_IMAGE, str(context),
-    )  # fmt: skip
+    with image_build_lock():
+        result = _run(
+            "docker", "build", "--quiet", "--network", "host", "--build-arg", f"BASE_IMAGE={base_image}",
+            "-t", SSH_IMAGE, str(context),
+        )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return SSH_IMAGE
 

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 from mcp import Client
 
-from memctl import _maintain
+from memctl import _maintain, _output
 from memctl.cli import cli
 from memory_bridge import build_server, load_settings, open_state
 from memory_bridge.core import maintain_dir
@@ -86,7 +86,9 @@ async def status(project: Path, *args: str) -> Result:
     """`memctl status` (its own event loop: in a thread, beside the test's)."""
     env = {**capture_env(project), "COLUMNS": "300"}
     command = ["status", "--project", str(project), *args]
-    return await anyio.to_thread.run_sync(lambda: CliRunner().invoke(cli, command, env=env))
+    with pytest.MonkeyPatch.context() as patch:  # COLUMNS alone loses to an xdist worker's pipes
+        patch.setattr(_output.console, "_width", 300)
+        return await anyio.to_thread.run_sync(lambda: CliRunner().invoke(cli, command, env=env))
 
 
 async def health(client: Client, **arguments: Any) -> dict[str, Any]:

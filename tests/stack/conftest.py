@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -10,10 +11,11 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,16 @@ RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+fai
 
 def _run(*command: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+
+
+@contextmanager
+def image_build_lock() -> Iterator[None]:
+    """One test image build at a time on this machine (xdist workers, another checkout's
+    run): a second build of a tag then reuses the first's layers, so the tag keeps naming
+    the same image under a stack that runs from it."""
+    with (Path(tempfile.gettempdir()) / "memctl-test-image-build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -102,7 +114,8 @@ class ModuleFailed(Exception):
 @pytest.fixture(scope="session")
 def base_image(docker_engine: None) -> str:
     """The debootstrap base, built once (the script skips an existing image)."""
-    result = _run("bash", str(REPO / "scripts" / "build-base-image.sh"), BASE_IMAGE)
+    with image_build_lock():
+        result = _run("bash", str(REPO / "scripts" / "build-base-image.sh"), BASE_IMAGE)
     assert result.returncode == 0, result.stderr
     return BASE_IMAGE
 
@@ -115,16 +128,17 @@ def valkey_image(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> s
     server = valkey_server_binary()
     for binary in (server, server.with_name("valkey-cli")):
         shutil.copy(binary, context)
-    result = _run(
-        "docker",
-        "build",
-        "--quiet",
-        "--build-arg",
-        f"BASE_IMAGE={base_image}",
-        "-t",
-        VALKEY_IMAGE,
-        str(context),
-    )
+    with image_build_lock():
+        result = _run(
+            "docker",
+            "build",
+            "--quiet",
+            "--build-arg",
+            f"BASE_IMAGE={base_image}",
+            "-t",
+            VALKEY_IMAGE,
+            str(context),
+        )
     assert result.returncode == 0, result.stderr
     return VALKEY_IMAGE
 
