@@ -136,6 +136,19 @@ def test_a_container_that_keeps_restarting_is_not_ready_and_says_why(
         run(FakeModule(**spec))
 
 
+def test_a_container_whose_health_check_fails_is_not_ready_and_shows_what_the_check_printed(
+    tiny_image: str, names: tuple[str, str, str]
+) -> None:
+    name, _, _ = names
+    spec = params(tiny_image, name, healthcheck="echo store did not answer; exit 1", wait=7)
+    with pytest.raises(
+        ModuleFailed,
+        match=rf"(?s)container {name} is not ready after 7 s .*health: starting.*"
+        r"last health checks:\n  \d{4}-\d\d-\d\dT[\d:]{8}: exit 1: store did not answer",
+    ):
+        run(FakeModule(**spec))
+
+
 def test_a_missing_image_is_named(names: tuple[str, str, str]) -> None:
     with pytest.raises(ModuleFailed, match="image memctl-test-none:x is not on this machine"):
         run(FakeModule(**params("memctl-test-none:x", names[0])))

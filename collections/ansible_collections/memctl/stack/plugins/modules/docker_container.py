@@ -219,9 +219,18 @@ def wait_ready(module: AnsibleModule, container: Any, seconds: int) -> None:
             module.fail_json(
                 msg=f"container {container.name} is not ready after {seconds} s "
                 f"(status: {state.get('Status')}, health: {health}, restarts: {restarts}):\n"
-                f"{_last_lines(container)}"
+                f"{_last_lines(container)}{_last_probes(state)}"
             )
         time.sleep(_POLL_SECONDS)
+
+
+def _last_probes(state: dict[str, Any], count: int = 3) -> str:
+    """The container's last health checks, when and what each printed, for an error message."""
+    lines = []
+    for probe in ((state.get("Health") or {}).get("Log") or [])[-count:]:
+        output = " ".join(str(probe.get("Output") or "").split())[-300:] or "(no output)"
+        lines.append(f"\n  {probe.get('Start', '?')[:19]}: exit {probe.get('ExitCode')}: {output}")
+    return "\nlast health checks:" + "".join(lines) if lines else ""
 
 
 def _last_lines(container: Any) -> str:
