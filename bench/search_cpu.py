@@ -34,6 +34,7 @@ from memory_bridge.stores import EntryFilter
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 
 COLD_BYTES = 64 * 1024 * 1024  # above this machine's 32 MiB L3
+TOP = 5  # the slowest searches named per way: a few common words make most of the time
 
 
 @dataclass
@@ -47,6 +48,8 @@ class Way:
     client_ms: float
     commands: dict[str, tuple[float, float]]  # command: (calls, microseconds) per search, the
     # commands a script runs counted too (the script's own time includes theirs)
+    slowest: list[tuple[float, str]]  # (seconds, query) of the TOP slowest searches
+    total_s: float  # all searches' time together
 
 
 def command_stats(port: int) -> dict[str, tuple[int, int]]:
@@ -62,6 +65,7 @@ async def timed(
     """Run every query through `search`, with `between` before each; CPU and commands per search."""
     before, server_cpu = command_stats(port), server.cpu_seconds()
     bridge_cpu = bridge.cpu_seconds() if bridge is not None else 0.0
+    each: list[tuple[float, str]] = []
     client_cpu, started, aside, aside_cpu = time.process_time(), time.perf_counter(), 0.0, 0.0
     for query in queries:
         if between is not None:  # its own time is left out of the figures
@@ -71,7 +75,9 @@ async def timed(
                 aside + time.perf_counter() - wall_mark,
                 aside_cpu + time.process_time() - cpu_mark,
             )
+        began = time.perf_counter()
         await search(query)
+        each.append((time.perf_counter() - began, query))
     wall = time.perf_counter() - started - aside
     client = time.process_time() - client_cpu - aside_cpu
     after, n = command_stats(port), len(queries)
@@ -87,6 +93,8 @@ async def timed(
         None if bridge is None else 1000 * (bridge.cpu_seconds() - bridge_cpu) / n,
         1000 * client / n,
         commands,
+        sorted(each, reverse=True)[:TOP],
+        sum(seconds for seconds, _ in each),
     )
 
 
@@ -156,9 +164,14 @@ def report(ways: list[Way], size: int, count: int) -> str:
         "client CPU ms",
         "server commands per search",
     ]
-    return f"text-only memory_search at {size:,} entries, {count} queries, per search:\n" + format_table(
-        header, rows
-    )
+    table = format_table(header, rows)
+    slowest = []
+    for w in ways:
+        share = sum(seconds for seconds, _ in w.slowest) / w.total_s
+        named = ", ".join(f"{query!r} {1000 * seconds:.0f} ms" for seconds, query in w.slowest)
+        slowest.append(f"{w.name}: the {TOP} slowest of {count} took {share:.0%} of the time: {named}")
+    title = f"text-only memory_search at {size:,} entries, {count} queries, per search:"
+    return "\n".join([title, table, *slowest])
 
 
 def main() -> None:
