@@ -555,8 +555,9 @@ class ValkeyEntryStore:
         shard cuts by its own counts; with more terms the scores need the store's counts,
         so each shard returns every match and the bridge ranks them all, unless a shard
         has more than its share of CLUSTER_ROW_LIMIT: then the shards' counts are added up
-        and a second call to each cuts by the store's counts (at a few thousand matches the second
-        call costs less than ranking them all in the bridge; below, more: bench/README.md).
+        and a second call to each shard that sent no rows cuts by the store's counts (at a
+        few thousand matches it costs less than ranking them all in the bridge; below,
+        more: bench/README.md).
         Either way the order, totals and `match` are a single node's."""
         if self._legacy:
             return None
@@ -586,14 +587,22 @@ class ValkeyEntryStore:
         whole: bool = False,
         row_limit: int | None = None,
         store: StoreCounts | None = None,
+        only: Sequence[int] | None = None,
     ) -> list[Ranking] | None:
-        """Every shard's candidates at once; None when any shard's index cannot answer."""
+        """Every shard's candidates at once (or those of the shards numbered in `only`); None
+        when any shard's index cannot answer."""
+        numbers = range(len(self._indexes)) if only is None else only
         found = await asyncio.gather(
             *(
-                index.candidates(
-                    terms, self._filter_sets(flt, keys), depth, whole=whole, row_limit=row_limit, store=store
+                self._indexes[i].candidates(
+                    terms,
+                    self._filter_sets(flt, self._layouts[i]),
+                    depth,
+                    whole=whole,
+                    row_limit=row_limit,
+                    store=store,
                 )
-                for index, keys in zip(self._indexes, self._layouts, strict=True)
+                for i in numbers
             )
         )
         shards = [shard for shard in found if shard is not None]
@@ -602,18 +611,23 @@ class ValkeyEntryStore:
     async def _indexed_by_store_counts(
         self, flt: EntryFilter, terms: list[str], counted: list[Ranking], offset: int, limit: int
     ) -> EntryPage | None:
-        """A cluster's page of a query of several terms from a second call to every shard,
-        which cuts by the store's counts (the shards' from the first call added up)."""
+        """A cluster's page of a query of several terms from a second call to the shards
+        that sent counts only, which cuts by the store's counts (the shards' from the first
+        call added up); a shard that sent all its rows is not asked again: its rows are
+        ranked with the store's counts here (`order` keeps those with every term when any
+        entry has them all)."""
         mode: Mode = "all" if any(shard.mode == "all" for shard in counted) else "any"
         store = StoreCounts(
             sum(shard.total for shard in counted),
             {t: sum(shard.frequency[t] for shard in counted) for t in terms},
             mode,
         )
-        found = await self._shard_candidates(flt, terms, offset + limit, store=store)
+        unsent = [i for i, shard in enumerate(counted) if not shard.rows_sent]
+        found = await self._shard_candidates(flt, terms, offset + limit, store=store, only=unsent)
         if found is None:
             return None
-        candidates = [c for shard in found for c in shard.candidates]
+        sent = [c for shard in counted if shard.rows_sent for c in shard.candidates]
+        candidates = sent + [c for shard in found for c in shard.candidates]
         ordered, _ = order(candidates, terms, store.searched, store.frequency)
         page = await self._fetch([c.id for c in ordered[offset : offset + limit]])
         matched = sum(shard.matched for shard in counted if shard.mode == mode)
