@@ -71,21 +71,19 @@ async def timed(
         if between is not None:  # its own time is left out of the figures
             wall_mark, cpu_mark = time.perf_counter(), time.process_time()
             between()
-            aside, aside_cpu = (
-                aside + time.perf_counter() - wall_mark,
-                aside_cpu + time.process_time() - cpu_mark,
-            )
+            aside += time.perf_counter() - wall_mark
+            aside_cpu += time.process_time() - cpu_mark
         began = time.perf_counter()
         await search(query)
         each.append((time.perf_counter() - began, query))
     wall = time.perf_counter() - started - aside
     client = time.process_time() - client_cpu - aside_cpu
     after, n = command_stats(port), len(queries)
-    commands = {
-        command: ((calls - before.get(command, (0, 0))[0]) / n, (usec - before.get(command, (0, 0))[1]) / n)
+    added = {
+        command: (calls - before.get(command, (0, 0))[0], usec - before.get(command, (0, 0))[1])
         for command, (calls, usec) in after.items()
-        if calls - before.get(command, (0, 0))[0] >= n / 2
     }
+    commands = {command: (calls / n, usec / n) for command, (calls, usec) in added.items() if calls >= n / 2}
     return Way(
         name,
         1000 * wall / n,
@@ -112,7 +110,7 @@ async def run(size: int, count: int, seed: int) -> list[Way]:
                 await bench.fill(size)
                 corpus = Corpus(seed + 1)
                 queries = [corpus.text_search()["query"] for _ in range(count)]
-                for query in queries[:10]:  # warm both paths
+                for query in queries[:10]:  # the bridge's first calls are not timed
                     await call_tool(clients[0], "memory_search", {"query": query})
 
                 async def over_mcp(query: str) -> object:
@@ -131,7 +129,7 @@ async def run(size: int, count: int, seed: int) -> list[Way]:
                     junk = np.ones(COLD_BYTES // 8)
 
                     def evict() -> None:
-                        junk.__iadd__(1.0)
+                        np.add(junk, 1.0, out=junk)
 
                     progress("in-process, caches cold")
                     ways.append(
