@@ -111,8 +111,10 @@ class Sandbox:
             "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR", str(Path.home() / ".cache" / "uv")),
             "MEMCTL_MODEL_CACHE_DIR": str(MODEL_CACHE),
         }
+        checkout = sorted(ROOT.glob("playbooks/**/*"))
         result = self.run(["bash", str(ROOT / "scripts" / "memctl"), "up", *args], cwd=project, env=env)
         assert result.returncode == 0, f"memctl up failed:\n{result.stdout}\n{result.stderr}"
+        assert sorted(ROOT.glob("playbooks/**/*")) == checkout, "memctl up wrote into the checkout"
 
 
 @pytest.fixture
@@ -136,6 +138,10 @@ def make_sandbox(root: Path) -> Sandbox:
         "XDG_DATA_HOME": str(home / ".local" / "share"),
         "XDG_STATE_HOME": str(home / ".local" / "state"),
         "CODEX_HOME": str(home / ".codex"),
+        # Ansible's temporary files: by default in the home of $USER as the passwd file
+        # knows it, which for this made-up user is no home at all (a literal `~tester`
+        # directory appeared in the checkout's playbooks/).
+        "ANSIBLE_REMOTE_TMP": str(root / "ansible-tmp"),
         **TELEMETRY_OFF,
     }
     for name in (
