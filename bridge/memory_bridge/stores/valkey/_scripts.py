@@ -568,82 +568,125 @@ local function walk(k, visit)
   return n
 end
 -- The rows in buckets by their counts: per term, '' for a term a row lacks, joined by ' '.
-local bucket, parts_of, keys = {}, {}, {}
-local function place(m, key, parts)
-  local b = bucket[key]
-  if b == nil then
-    b = {}
-    bucket[key] = b
-    local copy = {}
-    for k = 1, nterms do copy[k] = parts[k] end
-    parts_of[key] = copy
-    keys[#keys + 1] = key
-  end
-  b[#b + 1] = m
+-- size[key] is how many rows a bucket has; its members may come later (see `unplaced`).
+local bucket, size, parts_of, keys = {}, {}, {}, {}
+local function new_bucket(key, parts)
+  bucket[key], size[key] = {}, 0
+  local copy = {}
+  for k = 1, nterms do copy[k] = parts[k] end
+  parts_of[key] = copy
+  keys[#keys + 1] = key
 end
+local function place(m, key, parts)
+  if bucket[key] == nil then new_bucket(key, parts) end
+  local n = size[key] + 1
+  bucket[key][n], size[key] = m, n
+end
+-- One term read as arrays: only the buckets' sizes now, and the members of the buckets the
+-- page reaches once the scores say which (most of a common word's rows are in buckets
+-- far below the page).
+local unplaced = nil
 local freq, mode, complete = {}, 'all', 0
-if nterms == 1 then
-  freq[1] = walk(1, function(m, c)
-    local b = bucket[c]
-    if b == nil then place(m, c, {c}) else b[#b + 1] = m end
+-- A term of one word whose entries all count (no filter, none gone, no look-up): its
+-- hash's members and their counts as two arrays, in the same order (HKEYS and HVALS walk
+-- one hash that nothing changes between them), as cheap to read as HGETALL's pairs and
+-- no copying into arrays (a table growing by the entry is most of what a walk costs).
+local function plain(k)
+  return not check and #plans[k].words == 1 and not plans[k].lookup
+end
+local function arrays(k)
+  local key = a.prefix .. 'memw:' .. plans[k].words[1]
+  return redis.call('HKEYS', key), redis.call('HVALS', key)
+end
+-- A term's entries (and counts) as arrays, by either way.
+local function entries(k)
+  if plain(k) then return arrays(k) end
+  local ms, cs, n = {}, {}, 0
+  walk(k, function(m, c)
+    n = n + 1
+    ms[n], cs[n] = m, c
   end)
+  return ms, cs
+end
+if nterms == 1 then
+  local ms, cs = entries(1)
+  for i = 1, #cs do
+    local c = cs[i]
+    local n = size[c]
+    if n == nil then
+      new_bucket(c, {c})
+      n = 0
+    end
+    size[c] = n + 1
+  end
+  unplaced = {ms, cs}
+  freq[1] = #ms
   complete = freq[1]
 else
-  -- The terms from the fewest entries up, each map keeping only the entries that every
-  -- term before it has: the last map holds the rows with every term.
+  -- The terms from the fewest entries up, the rows (members, and per term done their
+  -- counts, in arrays of the same order) narrowed to the entries each term has.
   local order = {}
   for k = 1, nterms do order[k] = k end
   table.sort(order, function(x, y) return plans[x].cost < plans[y].cost end)
-  -- A later term of one word (no filter) looks those entries up in its hash when they
-  -- are fewer than its entries; its freq is then its hash's size less its gone entries.
-  local found, have, list = {}, nil, {}
-  for _, k in ipairs(order) do
-    local map, plan, next_list = {}, plans[k], {}
-    if have == nil then
-      freq[k] = walk(k, function(m, c)
-        map[m] = c
-        next_list[#next_list + 1] = m
-      end)
-    elseif #a.filters == 0 and #plan.words == 1 and not plan.lookup and #list < plan.cost then
+  local first = order[1]
+  local list, counts_by = entries(first)
+  local first_list, first_counts = list, counts_by
+  counts_by = {[first] = counts_by}
+  freq[first] = #list
+  local done = {first}
+  for step = 2, nterms do
+    local k, plan = order[step], plans[order[step]]
+    local keep = {}  -- row index -> this term's counts, for the rows that have it
+    if #a.filters == 0 and #plan.words == 1 and not plan.lookup and #list < plan.cost then
+      -- a later term of one word (no filter) looks those entries up in its hash when they
+      -- are fewer than its entries; its freq is then its hash's size less its gone entries
       local key = a.prefix .. 'memw:' .. plan.words[1]
       local n = plan.cost
       for m in pairs(gone) do n = n - redis.call('HEXISTS', key, m) end
       freq[k] = n
-      for first = 1, #list, 1000 do
-        local last = math.min(first + 999, #list)
-        local got = redis.call('HMGET', key, unpack(list, first, last))
+      for from = 1, #list, 1000 do
+        local to = math.min(from + 999, #list)
+        local got = redis.call('HMGET', key, unpack(list, from, to))
         for i = 1, #got do
-          if got[i] then
-            local m = list[first + i - 1]
-            map[m] = got[i]
-            next_list[#next_list + 1] = m
-          end
+          if got[i] then keep[from + i - 1] = got[i] end
         end
       end
     else
-      local before = have
+      local row = {}
+      for i = 1, #list do row[list[i]] = i end
       freq[k] = walk(k, function(m, c)
-        if before[m] then
-          map[m] = c
-          next_list[#next_list + 1] = m
-        end
+        local i = row[m]
+        if i then keep[i] = c end
       end)
     end
-    found[k] = map
-    have, list = map, next_list
+    local next_list, next_counts, n = {}, {[k] = {}}, 0
+    for _, j in ipairs(done) do next_counts[j] = {} end
+    for i = 1, #list do
+      local c = keep[i]
+      if c then
+        n = n + 1
+        next_list[n] = list[i]
+        next_counts[k][n] = c
+        for _, j in ipairs(done) do next_counts[j][n] = counts_by[j][i] end
+      end
+    end
+    list, counts_by = next_list, next_counts
+    done[#done + 1] = k
   end
   local parts = {}
-  for m in pairs(have) do
-    for k = 1, nterms do parts[k] = found[k][m] end
-    place(m, table.concat(parts, ' '), parts)
-    complete = complete + 1
+  for i = 1, #list do
+    for k = 1, nterms do parts[k] = counts_by[k][i] end
+    place(list[i], table.concat(parts, ' '), parts)
   end
+  complete = #list
   if complete == 0 then  -- no entry has every term: rank those with any
     mode = 'any'
-    for i = 2, nterms do
+    local found = {[first] = {}}
+    for i = 1, #first_list do found[first][first_list[i]] = first_counts[i] end
+    for step = 2, nterms do
       local map = {}
-      walk(order[i], function(m, c) map[m] = c end)
-      found[order[i]] = map
+      walk(order[step], function(m, c) map[m] = c end)
+      found[order[step]] = map
     end
     local seen = {}
     for k0 = 1, nterms do
@@ -669,7 +712,7 @@ end
 local searched = total - dead
 if a.row_limit then  -- more rows than the limit: the counts alone, for a second call
   local rows = 0
-  for _, key in ipairs(keys) do rows = rows + #bucket[key] end
+  for _, key in ipairs(keys) do rows = rows + size[key] end
   if rows > a.row_limit then return {'counts', searched, mode, freq, '[]', rows} end
 end
 -- The whole store's counts, from a first call to every shard: scores as the store's, and
@@ -708,7 +751,7 @@ for _, key in ipairs(keys) do
     if parts[k] ~= '' then s = s + part(k, parts[k]) end
   end
   score[key] = s
-  matched = matched + #bucket[key]
+  matched = matched + size[key]
 end
 table.sort(keys, function(x, y) return score[x] > score[y] end)
 local fields = {}  -- member -> {title, hits, updated}
@@ -751,21 +794,36 @@ local function take(group, key)
     picked_key[#picked] = key
   end
 end
-if matched <= a.depth then
-  for _, key in ipairs(keys) do take(bucket[key], key) end
-else
-  local t, seen = nil, 0
+local t, eps = nil, nil  -- the depth-th best score, and the margin around it
+if matched > a.depth then
+  local seen = 0
   for _, key in ipairs(keys) do
-    seen = seen + #bucket[key]
+    seen = seen + size[key]
     if seen >= a.depth then t = score[key] break end
   end
-  local eps = t * 1e-9
+  eps = t * 1e-9
+end
+if unplaced then
+  local reach = {}
+  for _, key in ipairs(keys) do
+    if t ~= nil and score[key] < t - eps then break end
+    reach[key] = bucket[key]
+  end
+  local ms, cs = unplaced[1], unplaced[2]
+  for i = 1, #cs do
+    local b = reach[cs[i]]
+    if b then b[#b + 1] = ms[i] end
+  end
+end
+if t == nil then
+  for _, key in ipairs(keys) do take(bucket[key], key) end
+else
   -- how many rows score more than s + eps: those are ahead of a row scoring s in Python too
   local function above(s)
     local n = 0
     for _, key in ipairs(keys) do
       if score[key] <= s + eps then break end
-      n = n + #bucket[key]
+      n = n + size[key]
     end
     return n
   end
