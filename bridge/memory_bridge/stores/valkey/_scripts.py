@@ -474,7 +474,7 @@ end
 local nterms = #a.terms
 -- The smallest filter set: when it is smaller than a term's words' hashes, look its
 -- members up in them instead of walking them (a tag within a large store).
-local smallest, smallest_size, smallest_members = nil, nil, nil
+local smallest, smallest_size = nil, nil
 for _, key in ipairs(a.filters) do
   local size = redis.call('SCARD', key)
   if smallest_size == nil or size < smallest_size then smallest, smallest_size = key, size end
@@ -509,6 +509,25 @@ local function counts(m)
   end
   return v
 end
+-- The smallest filter set's members that count, read once: looked up in a term's words,
+-- they need no check each (with one filter and none gone, that is every member).
+local live_members = nil
+local function smallest_live()
+  if live_members == nil then
+    live_members = redis.call('SMEMBERS', smallest)
+    if any_gone or #a.filters > 1 then
+      local all, n = live_members, 0
+      live_members = {}
+      for i = 1, #all do
+        if counts(all[i]) then
+          n = n + 1
+          live_members[n] = all[i]
+        end
+      end
+    end
+  end
+  return live_members
+end
 local function add_up(c, more)  -- two words of one term in one entry: their counts summed
   local sum, j = {}, 1
   for n in string.gmatch(c, '%d+') do sum[j] = tonumber(n) j = j + 1 end
@@ -535,9 +554,23 @@ local function walk(k, visit)
     end
     return n
   end
+  if plan.lookup and #plan.words == 1 then  -- a tag within a large store: visited as found
+    local ms, key, n = smallest_live(), a.prefix .. 'memw:' .. plan.words[1], 0
+    for first = 1, #ms, 1000 do
+      local last = math.min(first + 999, #ms)
+      local got = redis.call('HMGET', key, unpack(ms, first, last))
+      for i = 1, #got do
+        if got[i] then
+          visit(ms[first + i - 1], got[i])
+          n = n + 1
+        end
+      end
+    end
+    return n
+  end
   local map, n = {}, 0
-  local function put(m, c)
-    if check and not counts(m) then return end
+  local function put(m, c, known)  -- known: m counts (a live member of the smallest set)
+    if check and not known and not counts(m) then return end
     local had = map[m]
     if had == nil then
       map[m] = c
@@ -547,14 +580,14 @@ local function walk(k, visit)
     end
   end
   if plan.lookup then
-    smallest_members = smallest_members or redis.call('SMEMBERS', smallest)
+    local ms = smallest_live()
     for _, w in ipairs(plan.words) do
       local key = a.prefix .. 'memw:' .. w
-      for first = 1, #smallest_members, 1000 do
-        local last = math.min(first + 999, #smallest_members)
-        local got = redis.call('HMGET', key, unpack(smallest_members, first, last))
+      for first = 1, #ms, 1000 do
+        local last = math.min(first + 999, #ms)
+        local got = redis.call('HMGET', key, unpack(ms, first, last))
         for i = 1, #got do
-          if got[i] then put(smallest_members[first + i - 1], got[i]) end
+          if got[i] then put(ms[first + i - 1], got[i], true) end
         end
       end
     end
