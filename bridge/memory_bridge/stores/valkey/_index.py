@@ -27,9 +27,9 @@ __all__ = ["IndexState", "Ranking", "StoreCounts", "WordIndex", "snapshot_words"
 EXPIRY_SLACK_SECONDS = 300
 # A search whose terms match more entries than this scans instead (in batches, each a short
 # call): one script over them all would hold the server, and every other call, too long.
-# Reading a word's entries costs the script 1-2 microseconds each (a busy 2-core machine,
-# bench/README.md): 500,000 is about a second at most, far below a scan of the same store,
-# which fetches every entry into the bridge.
+# Reading a word's entries costs the script a few tenths of a microsecond each, up to 1-2
+# on a busy machine (bench/README.md): 500,000 is a second at most, far below a scan of the
+# same store, which fetches every entry into the bridge.
 MAX_VISITS = 500_000
 _SCAN_COUNT = 500
 _SCRIPT_BATCH = 100
