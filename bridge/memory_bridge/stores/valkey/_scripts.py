@@ -620,20 +620,16 @@ end
 -- far below the page).
 local unplaced = nil
 local freq, mode, complete = {}, 'all', 0
--- A term of one word whose entries all count (no filter, none gone, no look-up): its
--- hash's members and their counts as two arrays, in the same order (HKEYS and HVALS walk
--- one hash that nothing changes between them), as cheap to read as HGETALL's pairs and
--- no copying into arrays (a table growing by the entry is most of what a walk costs).
-local function plain(k)
-  return not check and #plans[k].words == 1 and not plans[k].lookup
-end
-local function arrays(k)
-  local key = a.prefix .. 'memw:' .. plans[k].words[1]
-  return redis.call('HKEYS', key), redis.call('HVALS', key)
-end
--- A term's entries (and counts) as arrays, by either way.
+-- A term's entries and their counts, as two arrays in the same order. A term of one word
+-- whose entries all count (no filter, none gone, no look-up) is its hash's HKEYS and HVALS
+-- (one hash that nothing changes between the two): no copying, which is most of what a
+-- walk costs when a table grows by the entry.
 local function entries(k)
-  if plain(k) then return arrays(k) end
+  local plan = plans[k]
+  if not check and #plan.words == 1 and not plan.lookup then
+    local key = a.prefix .. 'memw:' .. plan.words[1]
+    return redis.call('HKEYS', key), redis.call('HVALS', key)
+  end
   local ms, cs, n = {}, {}, 0
   walk(k, function(m, c)
     n = n + 1
