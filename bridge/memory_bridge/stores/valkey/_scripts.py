@@ -443,7 +443,8 @@ return 1
 # same counts (the same score in Python too). The bridge orders those exactly.
 # A row's score depends on its counts alone, so rows are put in buckets by their counts
 # (a few dozen distinct ones, however many rows): scores are computed and sorted per
-# bucket, and a row costs one table insert per term and one append.
+# bucket. Rows are kept as arrays (a member and per term its counts); a single term's are
+# only counted per bucket first, and placed only in the buckets that can reach the page.
 # A row is [id, hits, updated, then per term its counts "t,i,g,b"], and with `whole` the
 # entry's hash (HGETALL's flat list) last, so the page needs no second call; all rows one
 # JSON text (one string is far cheaper for the client to read than an array per row).
