@@ -255,6 +255,37 @@ async def test_listing_pages_through_every_document(
     assert total == 7 and sorted(d.name for d in docs) == [f"doc-{n}.md" for n in range(7)]
 
 
+async def test_a_save_whose_segments_another_save_replaces_keys_them_later(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real Dify 1.14.2: setting an economy segment's keywords answers 404 when another save
+    of the document has re-indexed it since the segments were listed. The save still
+    succeeds, and upkeep keys the new segments."""
+    store = await store_for(app, technique="economy")
+    other = await store_for(app, technique="economy")
+    first = DocMetadata(scope="p")
+    await store.upsert("knowledge", "a.md", "Deploys run on Tuesdays.", first, origin="t")
+    set_keywords = store.client.set_segment_keywords
+
+    async def after_another_save(*args: Any) -> None:
+        monkeypatch.setattr(store.client, "set_segment_keywords", set_keywords)
+        await other.upsert("knowledge", "a.md", "Deploys moved to Thursdays.", first, origin="t")
+        await set_keywords(*args)
+
+    monkeypatch.setattr(store.client, "set_segment_keywords", after_another_save)
+    try:
+        outcome = await store.upsert("knowledge", "a.md", "Deploys run on Wednesdays.", first, origin="t")
+        assert outcome.changed
+        assert await store.upkeep() == 1
+        page = await store.search(
+            ["knowledge"], "thursdays", KnowledgeFilter(scope="p"), top_k=5, score_threshold=None
+        )
+        assert [h.document_name for h in page.hits] == ["a.md"]
+    finally:
+        await store.close()
+        await other.close()
+
+
 async def test_a_save_returns_at_once_or_waits_until_indexed(app: Any) -> None:
     app.state.dify.indexing_delay = 0.4
     quick = await store_for(app)

@@ -344,10 +344,11 @@ class DifyKnowledgeStore:
                 continue
             try:
                 await self.client.set_segment_keywords(dataset.id, document_id, segment, wanted)
-            except InvalidInput as exc:
-                if _SEGMENT_REPLACED not in str(exc):
+            except (InvalidInput, NotFound) as exc:
+                if isinstance(exc, InvalidInput) and _SEGMENT_REPLACED not in str(exc):
                     raise
-                # a concurrent save of this document is re-indexing it: key it once that is over
+                # a concurrent save of this document is re-indexing it (the segment is
+                # disabled, or already replaced): key it once that is over
                 self._unkeyed[document_id] = (dataset, False)
                 return
 
