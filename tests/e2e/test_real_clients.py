@@ -138,10 +138,6 @@ def make_sandbox(root: Path) -> Sandbox:
         "XDG_DATA_HOME": str(home / ".local" / "share"),
         "XDG_STATE_HOME": str(home / ".local" / "state"),
         "CODEX_HOME": str(home / ".codex"),
-        # Ansible's temporary files: by default in the home of $USER as the passwd file
-        # knows it, which for this made-up user is no home at all (a literal `~tester`
-        # directory appeared in the checkout's playbooks/).
-        "ANSIBLE_REMOTE_TMP": str(root / "ansible-tmp"),
         **TELEMETRY_OFF,
     }
     for name in (

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from memctl._content import content_root
+
 from ..bridges import bridge_env
 from .helpers import PLAIN_PATH, memctl, rendered_server, up_json, write_inventory
 
@@ -105,6 +107,29 @@ def test_up_in_a_subdirectory_provisions_the_top_of_the_git_work_tree(tmp_path: 
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["projects"][0]["workspace"] == str(workspace)
     assert (workspace / ".memory").is_dir() and not (workspace / "src" / ".memory").exists()
+
+
+def test_up_as_a_user_whose_name_is_no_account_keeps_ansibles_files_in_its_home(tmp_path: Path) -> None:
+    """$USER naming no account (a container's made-up user, `su` keeping the caller's name)
+    used to make Ansible put its temporary files in a literal `~name` directory beside the
+    playbooks, which an installed package may not even let it write."""
+    workspace, home, name = tmp_path / "repo", tmp_path / "home", "memctl-no-such-account"
+    workspace.mkdir()
+    home.mkdir()
+    run = memctl(
+        "up",
+        "--project",
+        str(workspace),
+        "--client",
+        "claude",
+        "--json",
+        state=tmp_path / "state",
+        env={"HOME": str(home), "USER": name, "LOGNAME": name},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    stray = [str(p) for p in (content_root() / "playbooks").glob("~*")]
+    assert not stray, f"Ansible's temporary files went to {stray}"
+    assert (home / ".ansible" / "tmp").is_dir()
 
 
 def _in(directory: Path, *args: str, state: Path) -> subprocess.CompletedProcess[str]:
