@@ -123,7 +123,7 @@ async def serve_http(settings: Settings, *, worker: int | None = None) -> None:
     tokens = token_source(settings)
     check_bind(settings, tokens.current())
     async with open_state(settings, background=not worker) as state:
-        app = build_http_app(state, build_server(state), tokens, worker=worker)
+        app = build_http_app(state, build_server(state, tools_now=True), tokens, worker=worker)
         config = uvicorn.Config(
             app,
             host=settings.host,

@@ -8,7 +8,8 @@ The tools are added when first needed: `tools/list` is answered from the cached 
 (`_listing`) while there is one for this code, and the first `tools/call` adds them, so a
 cold start does not import the tools' modules nor build their schemas. On stdio they are
 also added a moment after that first answer, while the client's agent is still thinking,
-so its first call seldom waits for them.
+so its first call seldom waits for them. Over HTTP, a long-running server whose start
+nobody waits on, they are added before it listens: no worker's first call waits.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ class _Server(BridgeServer):
         self._tools_added = False
         self._listed = anyio.Event()
 
-    def _add_tools(self) -> None:
+    def add_tools(self) -> None:
+        """Add the bridge's tools, once."""
         if not self._tools_added:
             for tools in _tool_sets():
                 add_tools(self, tools)
@@ -106,7 +108,7 @@ class _Server(BridgeServer):
         if cached is not None:
             self._listed.set()
             return cached
-        self._add_tools()
+        self.add_tools()
         tools = await super().list_tools()
         write_listing(self._cache_dir, key, tools)  # once: later listings come from the tools
         return tools
@@ -114,17 +116,17 @@ class _Server(BridgeServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        self._add_tools()
+        self.add_tools()
         return await super().call_tool(name, arguments, context)
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
-        self._add_tools()
+        self.add_tools()
         return super()._tool_input_schema(name)
 
     async def _add_tools_after_listing(self) -> None:
         await self._listed.wait()
         await anyio.sleep(ADD_TOOLS_AFTER_SECONDS)
-        self._add_tools()
+        self.add_tools()
 
     async def run_stdio_async(self) -> None:
         async with anyio.create_task_group() as tasks:
@@ -152,9 +154,9 @@ async def _count_tool_calls(ctx: ServerRequestContext[AppState, Any], call_next:
         ctx.lifespan_context.metrics.observe_tool(tool, outcome, time.perf_counter() - started)
 
 
-def build_server(state: AppState) -> MCPServer[AppState]:
+def build_server(state: AppState, *, tools_now: bool = False) -> MCPServer[AppState]:
     """The MCP server whose tools serve `state` (through its lifespan), with every call
-    counted and timed."""
+    counted and timed; its tools added at once with `tools_now`, else when first needed."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
@@ -169,4 +171,6 @@ def build_server(state: AppState) -> MCPServer[AppState]:
         cache_dir=state.settings.model_cache,
     )
     mcp.middleware.append(_count_tool_calls)
+    if tools_now:
+        mcp.add_tools()
     return mcp

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from ..bridges import bridge_env
+from ..bridges import bridge_env, free_port, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +26,7 @@ def record(path):
     with open(path, "w") as out:
         json.dump(sorted(sys.modules), out)
 from memory_bridge import _server
-answer, add = _server._Server.list_tools, _server._Server._add_tools
+answer, add = _server._Server.list_tools, _server._Server.add_tools
 async def list_tools(self):
     tools = await answer(self)
     record(listed)
@@ -37,7 +37,7 @@ def add_tools(self):
     if first:
         record(added)
 _server._Server.list_tools = list_tools
-_server._Server._add_tools = add_tools
+_server._Server.add_tools = add_tools
 from memctl.cli import cli
 cli(prog_name="memctl")
 """
@@ -94,3 +94,26 @@ async def test_tools_list_loads_no_model_http_client_valkey_or_tools(tmp_path: P
     assert not [name for name in (*DEFERRED, *TOOLS) if name in listed]
     assert set(TOOLS) <= added  # added after the listing without a call; the call is served
     assert not [name for name in DEFERRED if name in added]
+
+
+def test_an_http_bridge_has_its_tools_before_it_answers(tmp_path: Path) -> None:
+    """A long-running HTTP server adds its tools before it listens, so no worker's first
+    tools/call waits for them (nobody waits on its start the way a stdio client does)."""
+    listed, added = tmp_path / "listed.json", tmp_path / "added.json"
+    project = tmp_path / "project"
+    project.mkdir()
+    port = free_port()
+    argv = [
+        sys.executable,
+        "-c",
+        _RECORDING_SERVE,
+        str(listed),
+        str(added),
+        "serve",
+        "--project",
+        str(project),
+    ]
+    env = bridge_env(MEMCTL_MODEL_CACHE_DIR=str(tmp_path / "cache"))
+    with serving([*argv, "--http", "--port", str(port)], env, f"http://127.0.0.1:{port}", cwd=project):
+        assert added.exists(), "healthy, but the tools are not added yet: the first call would add them"
+        assert set(TOOLS) <= set(json.loads(added.read_text()))
