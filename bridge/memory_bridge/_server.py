@@ -93,7 +93,7 @@ class _Server(BridgeServer):
         self._tools_added = False
         self._listed = anyio.Event()
 
-    def add_tools(self) -> None:
+    def ensure_tools(self) -> None:
         """Add the bridge's tools, once."""
         if not self._tools_added:
             for tools in _tool_sets():
@@ -108,7 +108,7 @@ class _Server(BridgeServer):
         if cached is not None:
             self._listed.set()
             return cached
-        self.add_tools()
+        self.ensure_tools()
         tools = await super().list_tools()
         write_listing(self._cache_dir, key, tools)  # once: later listings come from the tools
         return tools
@@ -116,17 +116,17 @@ class _Server(BridgeServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        self.add_tools()
+        self.ensure_tools()
         return await super().call_tool(name, arguments, context)
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
-        self.add_tools()
+        self.ensure_tools()
         return super()._tool_input_schema(name)
 
     async def _add_tools_after_listing(self) -> None:
         await self._listed.wait()
         await anyio.sleep(ADD_TOOLS_AFTER_SECONDS)
-        self.add_tools()
+        self.ensure_tools()
 
     async def run_stdio_async(self) -> None:
         async with anyio.create_task_group() as tasks:
@@ -172,5 +172,5 @@ def build_server(state: AppState, *, tools_now: bool = False) -> MCPServer[AppSt
     )
     mcp.middleware.append(_count_tool_calls)
     if tools_now:
-        mcp.add_tools()
+        mcp.ensure_tools()
     return mcp

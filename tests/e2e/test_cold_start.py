@@ -26,7 +26,7 @@ def record(path):
     with open(path, "w") as out:
         json.dump(sorted(sys.modules), out)
 from memory_bridge import _server
-answer, add = _server._Server.list_tools, _server._Server.add_tools
+answer, add = _server._Server.list_tools, _server._Server.ensure_tools
 async def list_tools(self):
     tools = await answer(self)
     record(listed)
@@ -37,7 +37,7 @@ def add_tools(self):
     if first:
         record(added)
 _server._Server.list_tools = list_tools
-_server._Server.add_tools = add_tools
+_server._Server.ensure_tools = add_tools
 from memctl.cli import cli
 cli(prog_name="memctl")
 """
