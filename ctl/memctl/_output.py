@@ -15,8 +15,10 @@ from ._errors import exit_code
 
 __all__ = ["console", "emit_json", "json_option", "render_error", "wants_json"]
 
-console = Console(stderr=False, highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# soft_wrap: the terminal wraps a long line; Rich breaking it with a newline would also break
+# the paths in it, which people copy from the output (tables still fit the width).
+console = Console(stderr=False, highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 _JSON = "memctl.json"
 
@@ -53,5 +55,5 @@ def render_error(error: MemctlError, *, as_json: bool) -> int:
     else:
         message = Text("error:", style="bold red")
         message.append(f" {error}")  # plain text: brackets in the message are not markup
-        err_console.print(message, soft_wrap=True)
+        err_console.print(message)
     return code

@@ -123,6 +123,19 @@ def test_up_as_a_user_whose_name_is_no_account_keeps_ansibles_files_in_its_home(
     assert (home / ".ansible" / "tmp").is_dir()
 
 
+def test_up_prints_every_path_whole_however_narrow_the_terminal(tmp_path: Path) -> None:
+    """A path longer than the terminal is wrapped by the terminal, not broken by a newline
+    in the middle, so the log or a file copied from the output can be opened."""
+    workspace = tmp_path / ("a-project-with-a-name-longer-than-a-terminal-line-" * 2).rstrip("-")
+    workspace.mkdir()
+    state = tmp_path / "state"
+    run = memctl("up", "--project", str(workspace), "--client", "claude", state=state, env={"COLUMNS": "60"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    (log,) = (state / "runs").glob("*-site.log")
+    for path in (log, workspace / ".mcp.json"):
+        assert len(str(path)) > 60 and str(path) in run.stdout, f"{path} is not whole in:\n{run.stdout}"
+
+
 def _in(directory: Path, *args: str, state: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "memctl", *args],

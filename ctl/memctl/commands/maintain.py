@@ -158,9 +158,7 @@ def maintain(
             style = _STYLE.get(step["outcome"], "")
             line = step["error"] or step["detail"] or ""
             outcome = f"[{style}]{step['outcome']}[/]" if style else step["outcome"]
-            console.print(
-                f"  {step['name']}: {outcome}" + (f": {escape(line)}" if line else ""), soft_wrap=True
-            )
+            console.print(f"  {step['name']}: {outcome}" + (f": {escape(line)}" if line else ""))
         if not dry_run:
             console.print("ok" if report["ok"] else f"[red]failed:[/] {escape(report['error'])}")
     if not report["ok"]:
