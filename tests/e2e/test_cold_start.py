@@ -59,19 +59,28 @@ TOOLS = ("memory_bridge.tools._entries", "memory_bridge.tools._knowledge", "memo
 cache, by the first tools/call if it comes sooner, or by a start with no cached listing."""
 
 
+def _recording(tmp_path: Path) -> tuple[list[str], Path]:
+    """The arguments after the Python executable that run `memctl serve` recording its
+    modules (in tmp_path's listed.json and added.json), for a project it makes there."""
+    (tmp_path / "added.json").unlink(missing_ok=True)
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    listed, added = str(tmp_path / "listed.json"), str(tmp_path / "added.json")
+    return ["-c", _RECORDING_SERVE, listed, added, "serve", "--project", str(project)], project
+
+
+def _recording_env(tmp_path: Path) -> dict[str, str]:
+    return bridge_env(MEMCTL_MODEL_CACHE_DIR=str(tmp_path / "cache"))
+
+
 async def _serve(tmp_path: Path, *, then_call: str | None = None) -> tuple[list[str], set[str], set[str]]:
     """Spawn `memctl serve` as a client config does and list its tools; with `then_call`,
     wait until the server has added its tools by itself, then call that tool. The tools'
     names, and the modules loaded once tools/list was answered and once the tools were added."""
     listed, added = tmp_path / "listed.json", tmp_path / "added.json"
-    added.unlink(missing_ok=True)
-    project = tmp_path / "project"
-    project.mkdir(exist_ok=True)
+    args, project = _recording(tmp_path)
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-c", _RECORDING_SERVE, str(listed), str(added), "serve", "--project", str(project)],
-        env=bridge_env(MEMCTL_MODEL_CACHE_DIR=str(tmp_path / "cache")),
-        cwd=str(project),
+        command=sys.executable, args=args, env=_recording_env(tmp_path), cwd=str(project)
     )
     async with Client(params) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
@@ -99,21 +108,10 @@ async def test_tools_list_loads_no_model_http_client_valkey_or_tools(tmp_path: P
 def test_an_http_bridge_has_its_tools_before_it_answers(tmp_path: Path) -> None:
     """A long-running HTTP server adds its tools before it listens, so no worker's first
     tools/call waits for them (nobody waits on its start the way a stdio client does)."""
-    listed, added = tmp_path / "listed.json", tmp_path / "added.json"
-    project = tmp_path / "project"
-    project.mkdir()
+    args, project = _recording(tmp_path)
     port = free_port()
-    argv = [
-        sys.executable,
-        "-c",
-        _RECORDING_SERVE,
-        str(listed),
-        str(added),
-        "serve",
-        "--project",
-        str(project),
-    ]
-    env = bridge_env(MEMCTL_MODEL_CACHE_DIR=str(tmp_path / "cache"))
-    with serving([*argv, "--http", "--port", str(port)], env, f"http://127.0.0.1:{port}", cwd=project):
+    argv = [sys.executable, *args, "--http", "--port", str(port)]
+    added = tmp_path / "added.json"
+    with serving(argv, _recording_env(tmp_path), f"http://127.0.0.1:{port}", cwd=project):
         assert added.exists(), "healthy, but the tools are not added yet: the first call would add them"
         assert set(TOOLS) <= set(json.loads(added.read_text()))
