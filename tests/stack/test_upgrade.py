@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,18 +68,36 @@ def _set_versions(stack: Stack, **machine_vars: str) -> None:
     stack.inventory.write_text(yaml.safe_dump(document))
 
 
-def _events(since: str, until: str) -> list[tuple[str, str]]:
-    """(container, action) for memctl's containers between two engine timestamps, in order."""
-    lines = _docker(
-        "events", "--since", since, "--until", until, "--filter", "type=container", "--format", "{{json .}}"
-    ).splitlines()
-    events = []
-    for line in lines:
-        event = json.loads(line)
-        name = event["Actor"]["Attributes"].get("name", "")
-        if name in (VALKEY, *BRIDGES):
-            events.append((name, event["Action"]))
-    return events
+@contextmanager
+def _recording_events(names: tuple[str, ...]) -> Iterator[list[tuple[str, str]]]:
+    """(container, action) for the named containers while the block runs, in the engine's order.
+
+    The events are streamed as they happen, into a file: asked for afterwards with `--since`,
+    the engine replays only its last 256 events, which the health checks of a busy engine's
+    containers turn over within a long upgrade; and it drops events for a subscriber that
+    does not take them at once, as a full pipe would not.
+    """
+    events: list[tuple[str, str]] = []
+    since = _docker("system", "info", "--format", "{{json .SystemTime}}").strip('"')
+    filters = ["--filter", "type=container"]
+    for name in names:
+        filters += ["--filter", f"container={name}"]
+    with tempfile.TemporaryFile("w+") as record:
+        stream = subprocess.Popen(
+            ["docker", "events", "--since", since, *filters, "--format", "{{json .}}"], stdout=record
+        )
+        try:
+            yield events
+            time.sleep(1)  # the engine sends an event a moment after it happens
+        finally:
+            stream.terminate()
+            stream.wait(timeout=30)
+        record.seek(0)
+        for line in record:
+            event = json.loads(line)
+            name = event["Actor"]["Attributes"].get("name", "")
+            if name in names:
+                events.append((name, event["Action"]))
 
 
 @dataclass
@@ -113,11 +133,8 @@ def upgrades(stack: Stack) -> Iterator[Upgrades]:
         _set_versions(stack, valkey_image=NEXT_VALKEY, bridge_image=NEXT_BRIDGE, dify_version=DIFY_PINNED)
         store = valkey.Valkey(host="127.0.0.1", port=stack.valkey_port)
         store.set("memctl-upgrade-probe", "kept")
-        since = _docker("system", "info", "--format", "{{json .SystemTime}}").strip('"')
-        upgrade = memctl(stack, "upgrade", "--inventory", str(stack.inventory), "--json")
-        time.sleep(1)  # `docker events --until` is exclusive to the second
-        until = _docker("system", "info", "--format", "{{json .SystemTime}}").strip('"')
-        events = _events(since, until)
+        with _recording_events((VALKEY, *BRIDGES)) as events:
+            upgrade = memctl(stack, "upgrade", "--inventory", str(stack.inventory), "--json")
         probe = valkey.Valkey(host="127.0.0.1", port=stack.valkey_port).get("memctl-upgrade-probe")
         after = _container_ids()
         again = memctl(stack, "upgrade", "--inventory", str(stack.inventory), "--json")
