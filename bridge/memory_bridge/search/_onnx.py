@@ -127,6 +127,9 @@ def load_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> OnnxEmbe
     `threads` texts are embedded at once, each on one thread. With `int8_cache`, its
     MatMuls run int8 kernels: the converted model is kept in that directory (building
     it the first time takes a few seconds)."""
+    # numpy whole before onnxruntime: while another thread imports numpy, onnxruntime's
+    # own import of it can find numpy half-initialised and fail in both threads.
+    import numpy  # noqa: F401
     import onnxruntime
     from tokenizers import Tokenizer
 
