@@ -39,6 +39,7 @@ from ._index import IndexState, Ranking, StoreCounts, WordIndex, snapshot_words
 from ._keys import KeyLayout, LegacyClusterKeys, shard_layouts, shard_of, shards_pattern
 from ._legacy import LegacyMover
 from ._rank import Mode, entry_terms, order, rank
+from ._replies import hash_fields
 from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPGRADE, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
@@ -99,14 +100,6 @@ def _entry(id: str, fields: dict[str, str]) -> Entry:
         hits=int(fields.get("hits") or 0),
         ttl=fields.get("ttl", ""),
     )
-
-
-def _decode_hash(raw: dict[str, str] | list[str]) -> dict[str, str]:
-    """A hash as HGETALL (or a script) returns it; the client decodes replies to str."""
-    if isinstance(raw, list):
-        flat = iter(raw)
-        return dict(zip(flat, flat, strict=True))
-    return raw
 
 
 def _desc(text: str) -> tuple[int, ...]:
@@ -343,7 +336,7 @@ class ValkeyEntryStore:
         replies = await self._per_shard(ids, self._fetch_many, _BATCH)
         entries = []
         for id in ids:
-            fields = _decode_hash(replies[id])
+            fields = hash_fields(replies[id])
             if "title" in fields:
                 entries.append(_entry(id, fields))
         return entries
@@ -381,7 +374,7 @@ class ValkeyEntryStore:
             if found is None:
                 return None
             flat, hits, revision = found
-            fields = _decode_hash(flat)
+            fields = hash_fields(flat)
             fields["hits"] = str(hits)
             return _entry(id, fields), int(revision)
 
@@ -727,7 +720,7 @@ class ValkeyEntryStore:
         records = []
         for id in ids:
             raw_hash, revision, history, pttl = replies[id]
-            fields = _decode_hash(raw_hash)
+            fields = hash_fields(raw_hash)
             entry = _entry(id, fields) if "title" in fields else None
             if entry is None and revision is None and not history:
                 continue  # expired between the scan and the read

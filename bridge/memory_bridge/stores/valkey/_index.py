@@ -18,6 +18,7 @@ from typing import Any
 
 from ._keys import KeyLayout
 from ._rank import Candidate, Mode, entry_terms
+from ._replies import hash_fields
 from ._scripts import INDEX_BATCH, INDEX_READ, SEARCH
 
 __all__ = ["IndexState", "Ranking", "StoreCounts", "WordIndex", "snapshot_words"]
@@ -65,10 +66,6 @@ class StoreCounts:
     searched: int
     frequency: dict[str, int]
     mode: Mode
-
-
-def _fields(flat: list[Any]) -> dict[str, str]:
-    return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
 def snapshot_words(id: str, raw: str | None) -> tuple[str, dict[str, str]]:
@@ -148,7 +145,7 @@ class WordIndex:
             }
             candidates.append(Candidate(id, int(hits or 0), updated, counts))
             if hashes is not None:
-                hashes[id] = _fields(rest[len(terms)])
+                hashes[id] = hash_fields(rest[len(terms)])
         frequency = {t: int(f) for t, f in zip(terms, freq, strict=True)}
         found: Mode = "any" if mode == "any" else "all"
         return Ranking(candidates, int(total), frequency, found, int(matched), hashes, status == "ok")
@@ -187,7 +184,7 @@ class WordIndex:
         replies = await self._read(keys=[], args=[self._keys.prefix, *ids])
         entries = []
         for id, (flat, revision) in zip(ids, replies, strict=True):
-            fields = _fields(flat)
+            fields = hash_fields(flat)
             if "title" not in fields:
                 continue
             tags = [t for t in fields.get("tags", "").split(",") if t]

@@ -21,6 +21,7 @@ from typing import Any
 from .._base import Entry
 from ._keys import KeyLayout, LegacyClusterKeys
 from ._rank import entry_terms
+from ._replies import hash_fields
 from ._scripts import LEGACY_READ
 
 __all__ = ["LegacyMover"]
@@ -28,12 +29,6 @@ __all__ = ["LegacyMover"]
 _BATCH = 500
 _AT_ONCE = 50  # entries moved (or read) concurrently
 _KINDS = ("mem:", "memver:", "memrev:")
-
-
-def _fields(flat: list[Any] | dict[str, str]) -> dict[str, str]:
-    if isinstance(flat, dict):
-        return flat
-    return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
 class LegacyMover:
@@ -78,7 +73,7 @@ class LegacyMover:
     async def _move_one(self, id: str) -> int:
         old = [self._keys.entry(kind, id) for kind in _KINDS]
         flat, revision, history, pttl = await self._read(keys=old, args=[])
-        fields = _fields(flat)
+        fields = hash_fields(flat)
         if "title" not in fields and revision is None and not history:
             return 0
         entry: dict[str, Any] | bool = False
@@ -127,7 +122,7 @@ class LegacyMover:
             for id in ids[start : start + _BATCH]:
                 pipe.hgetall(self._keys.entry("mem:", id))
             for id, flat in zip(ids[start : start + _BATCH], await pipe.execute(), strict=True):
-                if "title" in (fields := _fields(flat)):
+                if "title" in (fields := hash_fields(flat)):
                     found.append(make(id, fields))
             self._progress()
         return found
