@@ -80,7 +80,7 @@ def _stored_scope(settings: Settings) -> str | None:
     if not path.is_file():
         return None
     try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
             row = db.execute(
                 "SELECT scope FROM documents WHERE scope != '' GROUP BY scope ORDER BY count(*) DESC LIMIT 1"
             ).fetchone()

@@ -57,7 +57,7 @@ def user_version(path: Path) -> int | None:
     """The database's schema version, read without migrating it; None if there is no file."""
     if not path.exists():
         return None
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
     except sqlite3.Error as exc:
