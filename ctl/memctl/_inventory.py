@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memory_bridge import ConfigError
 
+from ._ansible_data import as_data, dump
 from ._clients import ALL_CLIENTS, Client
 
 __all__ = [
@@ -85,6 +86,12 @@ class Inventory:
     def projects(self) -> list[tuple[Machine, Project]]:
         return [(machine, project) for machine in self.machines for project in machine.projects]
 
+    def checked_projects(self) -> dict[str, list[dict[str, Any]]]:
+        """Each machine's projects as memctl validated them: what the playbooks provision
+        (`memctl_checked_projects`), instead of the inventory's own text, which Ansible would
+        render as templates."""
+        return {machine.name: [_record(project) for project in machine.projects] for machine in self.machines}
+
 
 def _field(loc: tuple[Any, ...]) -> str:
     text = ""
@@ -95,23 +102,25 @@ def _field(loc: tuple[Any, ...]) -> str:
 
 def _check_yaml(path: Path) -> None:
     """A YAML inventory that does not parse: one `ConfigError` with file:line:column,
-    instead of Ansible's pages of warnings from every inventory plugin it tried."""
+    instead of Ansible's pages of warnings from every inventory plugin it tried. Ansible's
+    own tags (`!unsafe`, `!vault`) parse as any tagged node does."""
     if path.suffix not in (".yml", ".yaml") or not path.is_file():
         return
-    import yaml
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
-        yaml.safe_load(path.read_text(encoding="utf-8"))
+        YAML().load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(f"inventory {path}: not UTF-8 text (byte {exc.start})") from exc
-    except yaml.MarkedYAMLError as exc:
+    except MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = " ".join(part for part in (exc.context, exc.problem) if part)
         raise ConfigError(
             f"inventory {where}: not valid YAML ({problem}); fix that line and run again"
         ) from exc
-    except yaml.YAMLError as exc:
+    except YAMLError as exc:
         raise ConfigError(f"inventory {path}: not valid YAML ({exc})") from exc
 
 
@@ -155,7 +164,8 @@ def load_inventory(path: Path) -> Inventory:
         except ValidationError as exc:
             problem = exc.errors()[0]
             where = _field((name, *problem["loc"]))
-            raise ConfigError(f"inventory {path}: {where}: {problem['msg']}") from exc
+            got = f" (got {problem['input']!r})" if isinstance(problem["input"], str | int | float) else ""
+            raise ConfigError(f"inventory {path}: {where}: {problem['msg']}{got}") from exc
         machines.append(Machine(name, _is_local(name, hostvars), tuple(parsed.memctl_projects)))
     inventory = Inventory(path, tuple(machines))
     if not inventory.projects:
@@ -212,27 +222,27 @@ def _port_taken_by_stranger(port: int) -> bool:
         return True
 
 
+def _record(project: Project) -> dict[str, Any]:
+    return project.model_dump(exclude_none=True, mode="json")
+
+
 def local_inventory(projects: list[dict[str, Any]]) -> dict[str, Any]:
     """An inventory of this machine (Ansible runs locally, with its own Python) holding
-    `projects`, as a document to dump as YAML."""
+    `projects` (as data, never templates), as a document to dump as YAML."""
     localhost = {
         "ansible_connection": "local",
         "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-        "memctl_projects": projects,
+        "memctl_projects": as_data(projects),
     }
     return {"all": {"hosts": {"localhost": localhost}}}
 
 
 def write_local_inventory(path: Path, projects: list[dict[str, Any]]) -> Path:
     """Write `local_inventory(projects)` to `path`; the path."""
-    import yaml
-
-    path.write_text(yaml.safe_dump(local_inventory(projects), sort_keys=False), encoding="utf-8")
+    path.write_text(dump(local_inventory(projects)), encoding="utf-8")
     return path
 
 
 def one_project_inventory(project: Project, directory: Path) -> Path:
     """Write an inventory of this machine with one project; its path."""
-    return write_local_inventory(
-        directory / "inventory.yml", [project.model_dump(exclude_none=True, mode="json")]
-    )
+    return write_local_inventory(directory / "inventory.yml", [_record(project)])

@@ -19,6 +19,7 @@ from typing import Any
 
 from memory_bridge import ConfigError, private_dir, private_file, write_atomically
 
+from ._ansible_data import as_data, dump
 from ._content import content_root
 from ._errors import PlaybookFailed
 
@@ -115,7 +116,10 @@ def run_playbook(
     if diff:
         command.append("--diff")
     if extra_vars:
-        command += ["--extra-vars", json.dumps(extra_vars)]
+        # a file of `!unsafe` values: Ansible renders text given on its command line
+        extra = run.log.with_suffix(".vars.yml")
+        write_atomically(extra, dump(as_data(extra_vars)), mode=0o600)
+        command += ["--extra-vars", f"@{extra}"]
     if limit:
         # The groups the expand play fills do not exist yet when Ansible reads the limit.
         command += ["--limit", ",".join([*limit, *_EXPANDED_GROUPS])]

@@ -64,6 +64,7 @@ def provision(
     }
     if isinstance(inventory, Inventory):
         inventory = limited(inventory, limit)
+        options["extra_vars"]["memctl_checked_projects"] = inventory.checked_projects()
         if playbook in _INSTALLING and not all(machine.local for machine in inventory.machines):
             options["extra_vars"]["memctl_control_wheel"] = str(control_wheel())
         workspaces = [_identity(p.workspace) for m, p in inventory.projects if m.local]
@@ -74,6 +75,7 @@ def provision(
         return inventory, run
     with tempfile.TemporaryDirectory(prefix="memctl-") as scratch:
         loaded = load_inventory(one_project_inventory(inventory, Path(scratch)))
+        options["extra_vars"]["memctl_checked_projects"] = loaded.checked_projects()
         run = run_playbook(playbook, loaded.path, workspaces=[_identity(inventory.workspace)], **options)
     return loaded, run
 
