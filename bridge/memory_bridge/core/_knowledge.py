@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
+import anyio.to_thread
+
 from .._errors import InvalidInput, NotFound, StoreError
 from ..stores._clock import now_instant
 from ..stores._knowledge import METADATA_FIELDS, DocMetadata, KnowledgeFilter, KnowledgeStore, SearchHit
@@ -281,7 +283,9 @@ async def _upsert(
     if not name:
         raise InvalidInput("name", "must not be empty")
     slot_name = await resolve_slot(ctx.store, slot)
-    outcome = await ctx.store.upsert(slot_name, name, redact(text), metadata, origin=origin)
+    outcome = await ctx.store.upsert(
+        slot_name, name, await anyio.to_thread.run_sync(redact, text), metadata, origin=origin
+    )
     return {
         "ok": True,
         "documentOk": outcome.text_applied,
