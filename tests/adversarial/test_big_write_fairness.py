@@ -1,6 +1,7 @@
 """One large write never starves the others (issue 32, finding 5): while session A saves a
 500,000-character document over a real HTTP bridge with the bundled embedding model,
-session B's small calls are answered."""
+session B's small calls are answered; a document over max_document_chars is refused with
+an error naming both sizes, and nothing stored changes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+
+from memory_bridge import build_server, load_settings, open_state
 
 from ..bridges import http_bridge
 from .documents import MARKERS, big_document
@@ -75,3 +78,29 @@ async def test_small_calls_are_answered_while_a_large_document_is_saved(tmp_path
             assert events == ["B saw A's document", "B saved", "B searched", "B got", "A saved"]
             for marker in MARKERS:  # every part of A's document is searchable once its save returned
                 assert "big.md" in await found(a, marker), marker
+
+
+async def test_a_document_over_the_limit_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    settings = load_settings(project=project, embedding_model="none", max_document_chars=1000)
+    async with open_state(settings) as state, Client(build_server(state)) as client:
+        kept = payload(
+            await client.call_tool(
+                "save_to_dataset", {"dataset": "knowledge", "name": "a.md", "text": "x" * 1000}
+            )
+        )
+        before = await state.knowledge.list_documents("knowledge", offset=0, limit=10)
+
+        for name in ("a.md", "b.md"):  # replacing one, and adding one
+            refused = await client.call_tool(
+                "save_to_dataset", {"dataset": "knowledge", "name": name, "text": "y" * 1001}
+            )
+            assert refused.is_error
+            message = refused.content[0].text  # type: ignore[union-attr]
+            for part in ("1,001 characters", "1,000-character limit", "max_document_chars", "split it"):
+                assert part in message, message
+
+        assert await state.knowledge.list_documents("knowledge", offset=0, limit=10) == before
+        document = await state.knowledge.get("knowledge", kept["documentId"])
+        assert document is not None and document.text == "x" * 1000
