@@ -178,6 +178,13 @@ class Settings(BaseSettings):
         description="Subtracted from the score of a lesson when a newer lesson with the same lesson key "
         "(project_module, task_type, error_pattern) is in the same result; it always ranks below that one.",
     )
+    max_document_chars: int = Field(
+        500_000,
+        gt=0,
+        description="Longest knowledge document a save accepts, in characters (counted before redaction); a "
+        "longer one is refused with an error naming both sizes, and nothing is stored. The tools' schemas "
+        "stop save_to_dataset at 500,000 and write_memory at 200,000 whatever this says.",
+    )
     absorb_max_file_bytes: int = Field(500_000, gt=0, description="Largest file absorb_files reads.")
     absorb_default_dataset: str = Field("knowledge", description="Slot absorb_files writes to by default.")
     audit_lore_stale_days: int = Field(90, gt=0, description="Age at which audit_memory flags project-lore.")

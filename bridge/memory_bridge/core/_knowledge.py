@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
+import anyio.to_thread
+
 from .._errors import InvalidInput, NotFound, StoreError
 from ..stores._clock import now_instant
 from ..stores._knowledge import METADATA_FIELDS, DocMetadata, KnowledgeFilter, KnowledgeStore, SearchHit
@@ -70,6 +72,7 @@ class KnowledgeContext:
     recalled: Callable[[Iterable[tuple[str, str]]], None] | None = None  # (slot, id) a search returned
     freshness: Freshness = field(default_factory=Freshness)  # the weights of age and use in ranking
     clock: Callable[[], float] = time.time
+    max_document_chars: int | None = None  # longest text a save accepts (None: no limit of its own)
 
     def candidates(self, wanted: int) -> int:
         """How many hits to ask the store for, so re-ranking can lift one from below the cut."""
@@ -274,14 +277,27 @@ def _metadata(given: dict[str, Any] | None, scope: str) -> DocMetadata:
     )
 
 
+def _check_size(text: str, limit: int | None) -> None:
+    """Refuse a text longer than `limit` characters, before anything is stored."""
+    if limit is not None and len(text) > limit:
+        raise InvalidInput(
+            "text",
+            f"is {len(text):,} characters, over the {limit:,}-character limit (setting max_document_chars): "
+            "split it into several documents, or raise the limit",
+        )
+
+
 async def _upsert(
     ctx: KnowledgeContext, slot: str, name: str, text: str, metadata: DocMetadata, origin: str
 ) -> dict[str, Any]:
     name = name.strip()
     if not name:
         raise InvalidInput("name", "must not be empty")
+    _check_size(text, ctx.max_document_chars)
     slot_name = await resolve_slot(ctx.store, slot)
-    outcome = await ctx.store.upsert(slot_name, name, redact(text), metadata, origin=origin)
+    outcome = await ctx.store.upsert(
+        slot_name, name, await anyio.to_thread.run_sync(redact, text), metadata, origin=origin
+    )
     return {
         "ok": True,
         "documentOk": outcome.text_applied,

@@ -108,7 +108,12 @@ def _context(ctx: ToolContext) -> kn.KnowledgeContext:
     freshness = Freshness.of(settings)
     recalled = state.recalls.note if state.recalls is not None else None
     return kn.KnowledgeContext(
-        state.knowledge, settings.project_scope, settings.max_results, recalled, freshness
+        state.knowledge,
+        settings.project_scope,
+        settings.max_results,
+        recalled,
+        freshness,
+        max_document_chars=settings.max_document_chars,
     )
 
 

@@ -20,7 +20,12 @@ async def knowledge(settings: Settings) -> AsyncIterator[KnowledgeContext]:
     """The knowledge store the settings name (with their embedder), closed afterwards."""
     store = open_knowledge_store(settings, make_embedder(settings))
     try:
-        yield KnowledgeContext(store, settings.project_scope, settings.max_results)
+        yield KnowledgeContext(
+            store,
+            settings.project_scope,
+            settings.max_results,
+            max_document_chars=settings.max_document_chars,
+        )
     finally:
         await store.close()
 

@@ -54,11 +54,17 @@ _DOC_COLUMNS = (
     "d.last_recalled_at, d.recall_count, d.marks"
 )
 _SCALAR_FILTERS = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
+_Queued = tuple[int, int]  # the first and last passage rowid a write left without a vector
 
 
 def _sha(text: str, metadata: DocMetadata) -> str:
     payload = json.dumps([text, metadata.to_dict()], sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _prepare(text: str, metadata: DocMetadata) -> tuple[list[str], str]:
+    """A document's passages and digest: CPU work on a large text, for a worker thread."""
+    return chunk_text(text), _sha(text, metadata)
 
 
 def _tags(conn: sqlite3.Connection, rowid: int) -> tuple[str, ...]:
@@ -184,17 +190,16 @@ class SqliteKnowledgeStore:
         self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
     ) -> UpsertOutcome:
         await self._ensure_default_slots()
-        passages = chunk_text(text)
-        digest = _sha(text, metadata)
+        passages, digest = await anyio.to_thread.run_sync(_prepare, text, metadata)
         model = self._vectors.tag if self._vectors is not None else None
 
-        def run(conn: sqlite3.Connection, now: float) -> UpsertOutcome:
+        def run(conn: sqlite3.Connection, now: float) -> tuple[UpsertOutcome, _Queued | None]:
             slot_id = self._slot_id(conn, slot)
             existing = conn.execute(
                 "SELECT rowid, id, sha256 FROM documents WHERE slot_id = ? AND name = ?", (slot_id, name)
             ).fetchone()
             if existing is not None and existing[2] == digest:
-                return UpsertOutcome(existing[1], created=False, changed=False)
+                return UpsertOutcome(existing[1], created=False, changed=False), None
             values = (text, digest, now, origin, *(getattr(metadata, f) for f in _SCALAR_FILTERS))
             previous: dict[str, bytes] = {}
             if existing is None:
@@ -222,6 +227,7 @@ class SqliteKnowledgeStore:
                 [(tag, rowid) for tag in metadata.tags],
             )
             kept: list[tuple[int, bytes]] = []
+            queued: list[int] = []
             for position, content in enumerate(passages):
                 blob = previous.get(embedded_text(name, position, content))
                 passage = conn.execute(
@@ -236,22 +242,26 @@ class SqliteKnowledgeStore:
                 )
                 if blob is not None:
                     kept.append((passage, blob))
+                else:
+                    queued.append(passage)
             generation = bump_generation(conn)
+            waiting: _Queued | None = None
             if self._vectors is not None:
                 self._vectors.written(generation, rowid, kept)
-            queued = self._vectors is not None and len(kept) < len(passages)
+                if queued:
+                    waiting = (queued[0], queued[-1])
+                    self._vectors.note_write(*waiting, len(queued))
             return UpsertOutcome(
                 document_id,
                 created=existing is None,
                 changed=True,
-                indexing_status="indexing" if queued else "completed",
-            )
+                indexing_status="indexing" if waiting else "completed",
+            ), waiting
 
-        outcome = await self._db.write("upsert", run)
-        if self._vectors is not None and outcome.indexing_status == "indexing":
-            self._vectors.queue(len(passages))
+        outcome, waiting = await self._db.write("upsert", run)
+        if self._vectors is not None and waiting is not None:
             self._vectors.kick()
-            await anyio.to_thread.run_sync(self._vectors.wait_backlog)
+            await anyio.to_thread.run_sync(self._vectors.wait_backlog, *waiting)
         return outcome
 
     @staticmethod

@@ -82,6 +82,10 @@ _MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE documents ADD COLUMN marks TEXT NOT NULL DEFAULT '{}';
     """,
+    # 5: the embedding queue in its order (first passages first) without sorting all of it.
+    """
+    CREATE INDEX passages_by_queue ON passages (model, position);
+    """,
 )
 
 KNOWLEDGE_SCHEMA_VERSION = len(_MIGRATIONS)

@@ -3,8 +3,11 @@
 A write commits without the model. A passage is stored without a vector (`model` NULL)
 unless its document kept the same text under the same model, and a background thread
 embeds the queue in batches, each written in its own short transaction. A write returns
-once the queue is short again (`BACKLOG` passages: backpressure, so a burst of saves goes
-at the model's pace and never leaves a long queue behind). A search first embeds what is
+once at most `BACKLOG` passages queued up to its own still wait (backpressure, so a burst
+of saves goes at the model's pace and never leaves a long queue behind), not counting the
+passages of other large writes (more than `BACKLOG` passages), which wait for their own;
+and the background thread embeds first passages first. So a small save is never held up
+by a large document saved at the same time. A search first embeds what is
 still queued among the documents it may return, up to a cap; beyond that (another
 process's bulk import still catching up) it says that those passages rank by keywords
 only for now. So `degraded` means a broken model, not a busy one.
@@ -31,7 +34,7 @@ __all__ = ["TEXT_FORMAT", "KnowledgeVectors", "embedded_text"]
 
 log = logging.getLogger(__name__)
 
-BATCH = 32  # passages per model call in the background
+BATCH = 8  # passages per model call in the background: what a small save queued behind a large one waits for
 SEARCH_CATCH_UP = 64  # queued passages a search embeds itself before it answers
 BACKLOG = 16  # queued passages a write may leave behind (it waits for the rest)
 BACKLOG_WAIT = 30.0  # seconds a write waits at most for the queue to shrink
@@ -59,7 +62,9 @@ class KnowledgeVectors:
         self._row_masks: dict[tuple[str, tuple[Any, ...]], tuple[tuple[int, int], Any]] = {}
         self._embedding = threading.Lock()  # one batch at a time: worker or search
         self._progress = threading.Condition()  # notified when a batch is stored or embedding stops
-        self._pending = 0  # passages this process queued and has not embedded since
+        self._batches = 0  # batches stored so far: a waiting write looks again when it grows
+        self._stops = 0  # times the worker stopped (queue empty, or an error): waiting writes return
+        self._large: list[tuple[int, int]] = []  # rowid ranges of large writes' passages still queued
         self._failed = False  # the model cannot load: nothing will shrink the queue
         self._requeued = False
         self._wake = threading.Event()
@@ -94,27 +99,60 @@ class KnowledgeVectors:
             self._settle(failed=True)
 
     def _settle(self, *, failed: bool) -> None:
-        """The worker stopped (the queue is empty, or it cannot go on): release waiting writes."""
+        """The worker stopped (the queue is empty, or it cannot go on): waiting writes look
+        again, and large writes whose passages all have vectors are forgotten."""
+        with self._progress:
+            large = list(self._large)
+        done = [span for span in large if not self._backlog(span[1], [], since=span[0])]
         with self._progress:
             self._failed = self._failed or failed
-            self._pending = 0
+            self._large = [span for span in self._large if span not in done]
+            self._stops += 1
             self._progress.notify_all()
 
-    def queue(self, passages: int) -> None:
-        """Count passages our own write left without a vector."""
-        with self._progress:
-            self._pending += passages
+    def note_write(self, first: int, last: int, passages: int) -> None:
+        """A write queued `passages` passages, rowids first..last (call it inside the write's
+        transaction): a large one's never count toward another write's backlog."""
+        if passages > BACKLOG:
+            with self._progress:
+                self._large.append((first, last))
 
-    def wait_backlog(self) -> None:
-        """Block until at most BACKLOG passages we queued are still waiting (or the model
+    def _backlog(self, last: int, others: list[tuple[int, int]], *, since: int = 0) -> int:
+        """Passages with rowids `since`..`last` still without a vector, but those in `others`."""
+        outside = "".join(" AND rowid NOT BETWEEN ? AND ?" for _ in others)
+        params = (since, last, *(bound for span in others for bound in span))
+        return int(
+            self._db.run(
+                "queued_vectors",
+                lambda conn, now: conn.execute(
+                    f"SELECT count(*) FROM passages WHERE model IS NULL AND rowid BETWEEN ? AND ?{outside}",
+                    params,
+                ).fetchone()[0],
+                False,
+            )
+        )
+
+    def wait_backlog(self, first: int, last: int) -> None:
+        """Block until at most BACKLOG passages queued up to a write's own (rowids
+        first..last) still wait, not counting other large writes' passages (or the model
         failed, or BACKLOG_WAIT passed): a write's backpressure."""
         deadline = time.monotonic() + BACKLOG_WAIT
         with self._progress:
-            while self._pending > BACKLOG and not self._failed and not self._closed:
-                left = deadline - time.monotonic()
-                if left <= 0:
+            stops = self._stops
+        while not self._failed and not self._closed:
+            with self._progress:
+                if self._stops != stops:
                     return
-                self._progress.wait(min(left, 1.0))
+                seen = self._batches
+                others = [span for span in self._large if span != (first, last)]
+            if self._backlog(last, others) <= BACKLOG:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            with self._progress:
+                if (self._batches, self._stops) == (seen, stops):
+                    self._progress.wait(min(left, 1.0))
 
     def close(self) -> None:
         """Stop the background thread (after the batch in flight)."""
@@ -161,6 +199,7 @@ class KnowledgeVectors:
 
     def embed_queued(self, limit: int, where: str = "", params: tuple[Any, ...] = ()) -> int:
         """Embed up to `limit` queued passages (of the documents `where` allows); how many.
+        First passages first: a small document queued behind a large one is not kept waiting.
 
         Raises EmbedderUnavailable when the model cannot load."""
         self._requeue_once()
@@ -171,7 +210,7 @@ class KnowledgeVectors:
                 lambda conn, now: conn.execute(
                     "SELECT p.rowid, p.document, p.position, p.content, d.name FROM passages AS p"
                     f" CROSS JOIN documents AS d ON d.rowid = p.document WHERE p.model IS NULL{filtered}"
-                    " ORDER BY p.rowid LIMIT ?",
+                    " ORDER BY p.position, p.rowid LIMIT ?",
                     (*params, limit),
                 ).fetchall(),
                 False,
@@ -198,7 +237,7 @@ class KnowledgeVectors:
         generation = bump_generation(conn)
         self._index_step(generation, removed=None, added=stored)
         with self._progress:
-            self._pending = max(0, self._pending - len(rows))
+            self._batches += 1
             self._progress.notify_all()
 
     def catch_up(self, where: str, params: tuple[Any, ...]) -> str | None:
