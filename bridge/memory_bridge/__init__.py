@@ -27,6 +27,7 @@ from ._lazy import lazy_attributes as _lazy_attributes
 
 _LAZY = {
     "bound_socket": "._sockets",
+    "check_workspace": "._workspace_root",
     "find_project": "._settings",
     "pin_scope": "._identity",
     "pinned_scope": "._identity",
@@ -60,6 +61,7 @@ if _typing.TYPE_CHECKING:
     from ._settings import Settings, find_project, load_settings, read_token_file
     from ._sockets import bound_socket
     from ._tokens import new_token, rotate_token
+    from ._workspace_root import check_workspace
     from .stores import Entry, EntryStore, EntryWrite, open_entry_store
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
@@ -82,6 +84,7 @@ __all__ = [
     "StoreUnavailable",
     "bound_socket",
     "build_server",
+    "check_workspace",
     "find_project",
     "load_settings",
     "new_token",

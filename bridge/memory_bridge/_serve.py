@@ -17,6 +17,7 @@ from ._metrics import Metrics
 from ._server import build_server
 from ._settings import Settings
 from ._tokens import token_source
+from ._workspace_root import check_workspace
 from .core._recall import RecallStamper
 from .stores._url import make_embedder, open_entry_store, open_knowledge_store
 from .tools._state import AppState
@@ -185,7 +186,9 @@ def _log_one_line_per_event() -> None:
 
 
 def run_bridge(settings: Settings, *, http: bool) -> None:
-    """Run the bridge to completion on the fastest event loop available (uvloop)."""
+    """Run the bridge to completion on the fastest event loop available (uvloop); a
+    workspace of `/` or the home directory is refused first."""
+    check_workspace(settings.project)
     _log_one_line_per_event()
     try:
         import uvloop  # noqa: F401

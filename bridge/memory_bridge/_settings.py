@@ -187,6 +187,12 @@ class Settings(BaseSettings):
     )
     absorb_max_file_bytes: int = Field(500_000, gt=0, description="Largest file absorb_files reads.")
     absorb_default_dataset: str = Field("knowledge", description="Slot absorb_files writes to by default.")
+    absorb_allow: list[str] = Field(
+        default_factory=list,
+        description="Workspace globs (e.g. `config/dev.env`, `certs/*.pem`) that absorb_files and "
+        "scan_documents take although they look private: git-ignored files and well-known secret "
+        "files (.env*, keys, credential files). memctl's .memory/ and .git/ are refused regardless.",
+    )
     audit_lore_stale_days: int = Field(90, gt=0, description="Age at which audit_memory flags project-lore.")
     consolidate_policies: dict[str, str] = Field(
         default_factory=dict,

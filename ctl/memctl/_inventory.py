@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memory_bridge import ConfigError
+from memory_bridge import ConfigError, check_workspace
 
 from ._ansible_data import as_data, dump
 from ._clients import ALL_CLIENTS, Client
@@ -57,6 +57,8 @@ class Project(BaseModel):
     def _absolute(cls, value: str) -> str:
         if not value.startswith(("/", "~")):
             raise ValueError(f"must be an absolute path (or start with ~), got {value!r}")
+        if value.rstrip("/") in ("", "~"):  # on any host: the whole file system, or a home
+            raise ValueError(f"must be a project's own directory, not {value!r} (/ or a home directory)")
         return value
 
 
@@ -204,6 +206,10 @@ def _check_local(inventory: Inventory, machine: Machine) -> None:
         workspace = Path(project.workspace).expanduser()
         if not workspace.is_dir():
             raise ConfigError(f"{where}.workspace: {workspace} is not an existing directory")
+        try:
+            check_workspace(workspace)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.workspace: {exc}") from exc
         port = project.bridge_port
         if project.mode == "stack" and port is not None and _port_taken_by_stranger(port):
             raise ConfigError(f"{where}.bridge_port: port {port} is in use by another program")

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from memory_bridge import NotFound, Settings, find_project, load_settings
+from memory_bridge import NotFound, Settings, check_workspace, find_project, load_settings
 
 __all__ = ["current_project", "project_to_provision", "provisioned_settings"]
 
@@ -43,11 +43,15 @@ def _git_root(directory: Path) -> Path | None:
 
 def project_to_provision(flag: Path | None) -> Path:
     """The directory `memctl up` provisions: --project, else the nearest provisioned project,
-    else the top of the git work tree, else the current directory."""
+    else the top of the git work tree, else the current directory; never `/` or the home
+    directory itself (ConfigError)."""
     if flag is not None:
-        return flag.expanduser().absolute()
-    cwd = Path.cwd()
-    return find_project(cwd) or _git_root(cwd) or cwd
+        chosen = flag.expanduser().absolute()
+    else:
+        cwd = Path.cwd()
+        chosen = find_project(cwd) or _git_root(cwd) or cwd
+    check_workspace(chosen)
+    return chosen
 
 
 def provisioned_settings(flag: Path | None, **flags: Any) -> Settings:

@@ -25,6 +25,7 @@ __all__ = [
     "AbsorbRead",
     "ScannedFile",
     "read_workspace_file",
+    "real_relative",
     "scan_workspace",
 ]
 
@@ -218,6 +219,13 @@ def _resolve(root: Path, requested: str) -> tuple[str, str] | AbsorbRead:
     if os.path.commonpath([real_root, real]) != real_root:
         return AbsorbRead(rel, error="path escapes the workspace (directly or through a symlink)")
     return real, os.path.relpath(real, real_root).replace(os.sep, "/")
+
+
+def real_relative(root: Path, requested: str) -> str | None:
+    """Where `requested` really is, relative to `root` (links followed), or None when it is
+    outside the workspace or no usable name (reading it refuses it with the reason)."""
+    resolved = _resolve(root, requested)
+    return None if isinstance(resolved, AbsorbRead) else resolved[1]
 
 
 def read_workspace_file(root: Path, requested: str, max_bytes: int) -> AbsorbRead:

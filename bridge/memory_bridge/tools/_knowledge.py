@@ -363,8 +363,12 @@ async def scan_documents(
     include: Annotated[Globs | None, Field(description="Globs replacing the default includes.")] = None,
     ignore: Annotated[Globs | None, Field(description="Globs added to the ignore list.")] = None,
 ) -> ScanResult:
-    """Documentation files in the project that absorb_files could add (symlinks skipped)."""
-    result = await _absorb.scan_documents(Path(state_of(ctx).settings.project), include, ignore)
+    """Documentation files in the project that absorb_files could add (symlinks skipped;
+    private files, such as git-ignored or secret ones, listed apart under `refused`)."""
+    settings = state_of(ctx).settings
+    result = await _absorb.scan_documents(
+        Path(settings.project), include, ignore, allow=settings.absorb_allow
+    )
     return ScanResult.model_validate(result)
 
 
@@ -378,8 +382,10 @@ async def absorb_files(
     dryRun: bool = False,
 ) -> AbsorbResult:
     """Add workspace files as documents named by their relative path (re-absorbing
-    updates in place). Paths outside the workspace, symlinks leading out of it, and
-    files over the size limit are refused per file; secrets are redacted."""
+    updates in place). Paths outside the workspace, symlinks leading out of it, files
+    over the size limit, and private files (memctl's .memory/, .git/, git-ignored files,
+    well-known secret files such as .env or keys) are refused per file with the reason;
+    secrets in what is absorbed are redacted."""
     settings = state_of(ctx).settings
     result = await _absorb.absorb_files(
         _context(ctx),
@@ -388,6 +394,7 @@ async def absorb_files(
         dataset=dataset or settings.absorb_default_dataset,
         dry_run=dryRun,
         max_file_bytes=settings.absorb_max_file_bytes,
+        allow=settings.absorb_allow,
     )
     return AbsorbResult.model_validate(result)
 

@@ -378,12 +378,21 @@ class ScannedFile(ToolResult):
     mtime: str
 
 
+class RefusedFile(ToolResult):
+    """A file the scan found but absorb_files would refuse as private."""
+
+    relPath: str
+    refusal: Literal["memctl-or-git", "secret-file", "gitignored", "gitignore-unknown"]
+    reason: str
+
+
 class ScanResult(ToolResult):
     root: str
     include: list[str]
     ignore: list[str]
     total: int
     files: list[ScannedFile]
+    refused: list[RefusedFile]
 
 
 class AbsorbedFile(ToolResult):
@@ -397,6 +406,7 @@ class AbsorbedFile(ToolResult):
     size: int | None = None
     documentId: str | None = None
     created: bool | None = None
+    refusal: Literal["memctl-or-git", "secret-file", "gitignored", "gitignore-unknown"] | None = None
 
 
 class AbsorbResult(ToolResult):

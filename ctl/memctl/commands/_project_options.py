@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 
-from memory_bridge import ConfigError
+from memory_bridge import ConfigError, check_workspace
 
 from .._clients import ALL_CLIENTS
 from .._inventory import Project
@@ -42,6 +42,7 @@ def project_options(function: F) -> F:
 def build_project(workspace: Path, slug: str | None, clients: tuple[str, ...], **fields: Any) -> Project:
     """The project the options describe; `ConfigError` naming the option when one is wrong
     (as an inventory's loader does for the same field)."""
+    check_workspace(workspace)
     if clients:
         fields["clients"] = clients
     try:

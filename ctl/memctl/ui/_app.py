@@ -7,7 +7,6 @@ import hmac
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
@@ -25,6 +24,7 @@ from .._lookup import item_stores
 from .._templates import template_dir
 from ._auth import Auth
 from ._pages import PAGES, WRITES
+from ._params import Values, fields, path_text, validated
 from ._view import Handler, View, render
 
 __all__ = ["create_app"]
@@ -77,7 +77,14 @@ async def _form(request: Request) -> dict[str, str]:
         body += chunk
         if len(body) > _MAX_FORM:
             raise InvalidInput("form", f"is larger than {_MAX_FORM} bytes")
-    return dict(parse_qsl(body.decode("utf-8", errors="replace"), keep_blank_values=True))
+    return fields(body, "form")
+
+
+def _values(request: Request, route: str, form: dict[str, str]) -> Values:
+    """The route's parameters from the URL and `form`, checked (`_params`)."""
+    path_text(request.scope.get("raw_path") or request.url.path.encode(), route)
+    query = fields(request.scope.get("query_string", b""), "query")
+    return validated(route, query, request.path_params, form)
 
 
 def _same_origin(request: Request) -> bool:
@@ -95,6 +102,10 @@ def _genuine(request: Request, form: dict[str, str], csrf: str) -> bool:
     return _same_origin(request) and hmac.compare_digest(sent.encode(), csrf.encode())
 
 
+def _bad_input(error: InvalidInput) -> HTMLResponse:
+    return render("error.html.j2", 400, csrf="", done="", nav="", title="InvalidInput", message=str(error))
+
+
 def _forbidden(reason: str) -> HTMLResponse:
     return render("error.html.j2", 403, csrf="", done="", nav="", title="Forbidden", message=reason)
 
@@ -108,7 +119,7 @@ class _App:
         self.cookie = cookie
         self.stores: ItemStores | None = None
 
-    def route(self, handler: Handler, *, write: bool) -> Callable[[Request], Awaitable[Response]]:
+    def route(self, path: str, handler: Handler, *, write: bool) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             csrf = self.auth.csrf(request.cookies.get(self.cookie))
             if csrf is None:
@@ -117,10 +128,10 @@ class _App:
                 return RedirectResponse("/login", status_code=303)
             view = View(self.settings, request, csrf, stores=self.stores)
             try:
-                if write:
-                    view.form = await _form(request)
-                    if not _genuine(request, view.form, csrf):
-                        return _forbidden(_FORGED)
+                form = await _form(request) if write else {}
+                view.values = _values(request, path, form)
+                if write and not _genuine(request, form, csrf):
+                    return _forbidden(_FORGED)
                 return await handler(view)
             except MemctlError as error:
                 status = next((code for kind, code in _STATUS.items() if isinstance(error, kind)), 503)
@@ -136,8 +147,11 @@ class _App:
     async def login(self, request: Request) -> Response:
         """GET: the one-time link (`?code=`) or the form; POST: the project token."""
         if request.method == "GET":
-            code = request.query_params.get("code")
-            if code is None:
+            try:
+                code = _values(request, "/login", {}).texts["code"]
+            except InvalidInput as error:
+                return render("login.html.j2", 400, csrf="", done="", nav="", error=str(error))
+            if not code:
                 return render("login.html.j2", csrf="", done="", nav="", error="")
             session = self.auth.redeem_code(code)
             if session is None:
@@ -147,7 +161,7 @@ class _App:
         if not _same_origin(request):
             return _forbidden("a login must come from this server's own page")
         try:
-            token = (await _form(request)).get("token", "")
+            token = _values(request, "/login", await _form(request)).texts["token"]
         except InvalidInput as error:
             return render("login.html.j2", 400, csrf="", done="", nav="", error=str(error))
         session = self.auth.redeem_token(token)
@@ -163,8 +177,9 @@ class _App:
             return RedirectResponse("/login", status_code=303)
         try:
             form = await _form(request)
-        except InvalidInput:
-            form = {}
+            _values(request, "/logout", form)
+        except InvalidInput as error:
+            return _bad_input(error)
         if not _genuine(request, form, csrf):
             return _forbidden(_FORGED)
         self.auth.close(session)
@@ -197,8 +212,8 @@ def create_app(settings: Settings, auth: Auth, *, cookie: str = "memctl_ui") -> 
         Route("/login", app.login, methods=["GET", "POST"]),
         Route("/logout", app.logout, methods=["POST"]),
         Route("/static/{name}", app.static, methods=["GET"]),
-        *(Route(path, app.route(handler, write=False), methods=["GET"]) for path, handler in PAGES.items()),
-        *(Route(path, app.route(handler, write=True), methods=["POST"]) for path, handler in WRITES.items()),
+        *(Route(path, app.route(path, page, write=False), methods=["GET"]) for path, page in PAGES.items()),
+        *(Route(path, app.route(path, post, write=True), methods=["POST"]) for path, post in WRITES.items()),
     ]
     middleware = [
         Middleware(_Headers),

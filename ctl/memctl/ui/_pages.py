@@ -37,20 +37,6 @@ _HISTORY = 20  # versions an entry page shows
 _EVENTS = 200  # capture log events shown
 
 
-def _number(text: str, name: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InvalidInput(name, f"must be a whole number, not {text!r}") from None
-    if value < 0:
-        raise InvalidInput(name, "must not be negative")
-    return value
-
-
-def _offset(view: View) -> int:
-    return _number(view.request.query_params.get("offset", "0") or "0", "offset")
-
-
 def _back(path: str, done: str, **params: str) -> RedirectResponse:
     return RedirectResponse(f"{path}?{urlencode({**params, 'done': done})}", status_code=303)
 
@@ -85,17 +71,13 @@ async def home(view: View) -> Response:
 
 
 async def entries(view: View) -> Response:
-    offset = _offset(view)
+    offset = view.number("offset")
     page = await view.items.entries.list_entries(EntryFilter(), sort="updated", offset=offset, limit=_PAGE)
     return view.page("entries.html.j2", entries=page.entries, total=page.total, offset=offset, size=_PAGE)
 
 
 async def search(view: View) -> Response:
-    params = view.request.query_params
-    query = params.get("q", "").strip()
-    kind = params.get("type", "").strip()
-    slot = params.get("slot", "").strip()
-    tag = params.get("tag", "").strip()
+    query, kind, slot, tag = (view.text(name).strip() for name in ("q", "type", "slot", "tag"))
     result = None
     if query:
         result = await search_items(
@@ -112,10 +94,10 @@ async def search(view: View) -> Response:
 
 async def knowledge(view: View) -> Response:
     slots = [s.name for s in await view.items.knowledge.list_slots()]
-    slot = view.request.query_params.get("slot") or (slots[0] if slots else "")
+    slot = view.text("slot") or (slots[0] if slots else "")
     if slot and slot not in slots:
         raise NotFound(f"no knowledge slot {slot!r} (slots: {', '.join(slots) or 'none'})", operation="ui")
-    offset = _offset(view)
+    offset = view.number("offset")
     documents: list[Document] = []
     total = 0
     if slot:
@@ -132,7 +114,7 @@ async def knowledge(view: View) -> Response:
 
 
 async def entry(view: View) -> Response:
-    item = await _entry(view, view.request.path_params["id"])
+    item = await _entry(view, view.text("id"))
     versions = await item_versions(view.items, item.entry.id, _HISTORY)
     return view.page(
         "entry.html.j2",
@@ -145,7 +127,7 @@ async def entry(view: View) -> Response:
 
 
 async def document(view: View) -> Response:
-    item = await _document(view, view.request.path_params["id"])
+    item = await _document(view, view.text("id"))
     return view.page(
         "document.html.j2",
         item=item,
@@ -156,9 +138,8 @@ async def document(view: View) -> Response:
 
 
 async def lessons(view: View) -> Response:
-    params = view.request.query_params
-    pattern = params.get("pattern", "").strip()
-    sort = params.get("sort", "recall")
+    pattern = view.text("pattern").strip()
+    sort = view.text("sort") or "recall"
     if sort not in ("recall", "recent"):
         raise InvalidInput("sort", f"must be recall or recent, not {sort!r}")
     found = await list_lessons(
@@ -202,13 +183,13 @@ async def status(view: View) -> Response:
 
 async def rollback(view: View) -> Response:
     item = await _entry(view, view.field("id"))
-    revision = _number(view.field("revision"), "revision")
+    revision = view.field_number("revision")
     outcome = await rollback_item(
         view.items,
         item,
         revision,
         base_digest=view.field("base_digest"),
-        base_revision=_number(view.field("base_revision"), "base_revision"),
+        base_revision=view.field_number("base_revision"),
     )
     done = f"rolled back to revision {revision}: {_saved(outcome, 'rollback')}"
     return _back(f"/entry/{quote(item.entry.id, safe='')}", done)
@@ -234,7 +215,7 @@ async def enable(view: View) -> Response:
 
 async def delete(view: View) -> Response:
     item = await _document(view, view.field("id"))
-    if view.form.get("confirm") != "yes":
+    if view.text("confirm") != "yes":
         raise InvalidInput("confirm", f"tick the box to confirm deleting {item.ref} ({item.label})")
     done = await forget_item(view.items, item)
     return _back("/knowledge", f"{done['ref']} ({item.label}): {done['action']}", slot=item.document.slot)

@@ -17,6 +17,7 @@ from memory_bridge import InvalidInput, Settings
 from memory_bridge.core import ItemStores
 
 from .._templates import template_dir
+from ._params import Values
 
 __all__ = ["Handler", "View", "render"]
 
@@ -56,7 +57,7 @@ class View:
     settings: Settings
     request: Request
     csrf: str
-    form: dict[str, str] = field(default_factory=dict)
+    values: Values = field(default_factory=lambda: Values({}, {}))
     stores: ItemStores | None = None
 
     @property
@@ -65,14 +66,28 @@ class View:
         return self.stores
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        done = self.request.query_params.get("done", "")
+        done = self.values.texts.get("done", "")
         return render(name, status, csrf=self.csrf, done=done, nav=self.request.url.path, **context)
 
+    def text(self, name: str) -> str:
+        """A checked parameter of this route (`_params.ROUTES`), "" when it was not sent."""
+        return self.values.texts[name]
+
+    def number(self, name: str, default: int = 0) -> int:
+        """A checked whole-number parameter, `default` when it was not sent or empty."""
+        return self.values.numbers.get(name, default)
+
     def field(self, name: str) -> str:
-        value = self.form.get(name, "")
+        """A checked form field that must not be empty."""
+        value = self.values.texts[name]
         if not value:
             raise InvalidInput(name, "is missing from the form")
         return value
+
+    def field_number(self, name: str) -> int:
+        """A checked whole-number form field that must not be empty."""
+        self.field(name)
+        return self.values.numbers[name]
 
 
 Handler = Callable[[View], Awaitable[Response]]

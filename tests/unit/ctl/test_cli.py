@@ -37,3 +37,17 @@ def test_serve_takes_the_knowledge_store_as_a_flag(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["serve", "--project", str(tmp_path), "--knowledge-store", "ftp://x"])
     assert result.exit_code == 2
     assert "knowledge store scheme 'ftp' is not supported" in result.output
+
+
+@pytest.mark.parametrize(
+    "command", [["up", "--project"], ["init", "--project"], ["projects", "add"]], ids=lambda c: c[0]
+)
+def test_a_workspace_of_home_is_refused(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32, finding 4: a project command would take the home directory (or `/`, which
+    check_workspace's unit test covers: a regression here would provision the real `/`)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    result = CliRunner().invoke(cli, [*command, str(tmp_path), "--json"])
+    assert result.exit_code == 2, result.output
+    assert "home directory" in json.loads(result.output)["message"]
