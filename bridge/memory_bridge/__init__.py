@@ -36,6 +36,7 @@ _LAZY = {
     "private_file": "._files",
     "replacing": "._files",
     "write_atomically": "._files",
+    "set_mode": "._links",
     "open_state": "._serve",
     "run_bridge": "._serve",
     "serve_http": "._serve",
@@ -56,6 +57,7 @@ _LAZY = {
 if _typing.TYPE_CHECKING:
     from ._files import private_dir, private_file, replacing, write_atomically
     from ._identity import pin_scope, pinned_scope, write_scope
+    from ._links import set_mode
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
     from ._settings import Settings, find_project, load_settings, read_token_file
@@ -99,6 +101,7 @@ __all__ = [
     "run_bridge",
     "serve_http",
     "serve_stdio",
+    "set_mode",
     "write_atomically",
     "write_scope",
 ]

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePath
 from typing import IO
 
-from ._links import open_beneath, open_dir, replace_in
+from ._links import open_beneath, open_dir, replace_in, set_mode
 
 __all__ = [
     "MEMORY_DIR",
@@ -45,11 +45,7 @@ def private_dir(path: Path) -> Path:
             if not directory.is_dir():
                 raise
             continue  # made by someone else meanwhile: theirs to set
-        descriptor = open_dir(directory.parent, PurePath(directory.name))  # a umask narrows mkdir's mode
-        try:
-            os.fchmod(descriptor, PRIVATE_DIR_MODE)
-        finally:
-            os.close(descriptor)
+        set_mode(directory, PRIVATE_DIR_MODE)  # a umask such as 0277 narrows mkdir's mode
     return path
 
 

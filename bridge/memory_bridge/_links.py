@@ -23,7 +23,7 @@ from typing import IO
 
 from ._errors import LinkRefused
 
-__all__ = ["open_beneath", "open_dir", "replace_in"]
+__all__ = ["open_beneath", "open_dir", "replace_in", "set_mode"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -127,3 +127,18 @@ def open_beneath(root: Path, relative: PurePath, flags: int, mode: int = 0o600) 
         raise
     finally:
         os.close(dir_fd)
+
+
+def set_mode(path: Path, mode: int) -> None:
+    """chmod `path` (a file or a folder) through a descriptor opened without following a
+    link: a link at `path` is `LinkRefused` and keeps its target's mode."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LinkRefused(path) from None
+        raise
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)

@@ -3,7 +3,8 @@
 Each writer is run through the interface a user touches, with a symlink to a victim
 outside planted at a file's place and at a folder's place: `export --markdown`, `import
 --markdown` (its rewrite of applied files), `backup`, `restore` (its config.toml), the
-client configs `up` renders into the workspace, and the capture log. The victim keeps its
+client configs `up` renders into the workspace, the capture log, `init`'s config.toml and the
+Ansible module that writes the bridge token. The victim keeps its
 content and mode, the link stays, and the command names it. Races: a link swapped in
 between the check and the write, and a thread that keeps flipping an exported file and its
 folder to links while exports run.
@@ -22,11 +23,12 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
+from ansible_collections.memctl.stack.plugins.modules.bridge_token import ensure_token
 from memctl import _markdown
 from memctl._clients import Plan, apply
 from memctl.capture import _log
 from memctl.cli import cli
-from memory_bridge import EntryWrite, load_settings, open_entry_store
+from memory_bridge import EntryWrite, LinkRefused, load_settings, open_entry_store
 from memory_bridge.stores import DocMetadata, open_knowledge_store
 
 ENTRY_FILE = "entries/decision/n-1.md"
@@ -287,3 +289,23 @@ def test_the_capture_log_is_not_written_through_a_link(tmp_path: Path, victim: P
     log.symlink_to(victim)
     _log.log_event(log, "staged", count=1)
     assert untouched(victim) and log.is_symlink()
+
+
+def test_the_bridge_token_module_neither_writes_nor_chmods_through_a_link(
+    tmp_path: Path, victim: Path
+) -> None:
+    token = tmp_path / "app" / ".memory" / "bridge.token"
+    token.parent.mkdir(parents=True, mode=0o700)
+    token.symlink_to(victim)  # a non-empty file of 0640: the module would fix its mode
+    with pytest.raises(LinkRefused):
+        ensure_token(token, check=False)
+    assert untouched(victim) and token.is_symlink()
+
+
+def test_init_does_not_create_its_config_through_a_dangling_link(tmp_path: Path, victim: Path) -> None:
+    workspace = tmp_path / "app"
+    (workspace / ".memory").mkdir(parents=True, mode=0o700)
+    (workspace / ".memory" / "config.toml").symlink_to(victim.parent / "planted.toml")
+    code, stdout, _ = memctl("init", "--project", str(workspace), "--json")
+    assert code == 7 and json.loads(stdout)["error"] == "LinkRefused"
+    assert untouched(victim) and (workspace / ".memory" / "config.toml").is_symlink()

@@ -159,3 +159,14 @@ def test_a_link_flipped_in_a_loop_never_reaches_the_victim(tmp_path: Path, victi
         stop.set()
         flipper.join()
     assert untouched(victim)
+
+
+def test_set_mode_changes_a_file_or_folder_but_never_a_link_target(tmp_path: Path, victim: Path) -> None:
+    (tmp_path / "own").mkdir(mode=0o755)
+    links.set_mode(tmp_path / "own", 0o700)
+    assert stat.S_IMODE((tmp_path / "own").stat().st_mode) == 0o700
+    for planted, target in (("file-link", victim), ("folder-link", victim.parent)):
+        (tmp_path / planted).symlink_to(target)
+        with pytest.raises(LinkRefused):
+            links.set_mode(tmp_path / planted, 0o600)
+    assert untouched(victim) and stat.S_IMODE(victim.parent.stat().st_mode) != 0o600
