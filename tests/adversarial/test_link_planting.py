@@ -26,7 +26,8 @@ from click.testing import CliRunner
 from ansible_collections.memctl.stack.plugins.modules.bridge_token import ensure_token
 from memctl import _markdown
 from memctl._clients import Plan, apply
-from memctl.capture import _log
+from memctl.capture._front import spawn_worker
+from memctl.capture._paths import CaptureDirs
 from memctl.cli import cli
 from memory_bridge import EntryWrite, LinkRefused, load_settings, open_entry_store
 from memory_bridge.stores import DocMetadata, open_knowledge_store
@@ -283,12 +284,15 @@ def test_client_configs_leave_a_link_alone(tmp_path: Path, victim: Path, planted
     assert untouched(victim) and (workspace / planted).is_symlink()
 
 
-def test_the_capture_log_is_not_written_through_a_link(tmp_path: Path, victim: Path) -> None:
-    log = tmp_path / "app" / ".memory" / "capture" / "capture.log"
-    log.parent.mkdir(parents=True)
-    log.symlink_to(victim)
-    _log.log_event(log, "staged", count=1)
-    assert untouched(victim) and log.is_symlink()
+@pytest.mark.parametrize("planted", ["capture/capture.log", "capture"])
+def test_a_capture_hook_does_not_log_through_a_link(tmp_path: Path, victim: Path, planted: str) -> None:
+    """A hook that skips notes it in .memory/capture/capture.log: not through a link there."""
+    project = tmp_path / "app"
+    (project / ".memory" / planted).parent.mkdir(parents=True, mode=0o700)
+    (project / ".memory" / planted).symlink_to(victim if planted.endswith(".log") else victim.parent)
+    result = CliRunner().invoke(cli, ["hook", "session-end", "--project", str(project)], input="not json")
+    assert result.exit_code == 0 and "skipped" in result.stderr
+    assert untouched(victim) and (project / ".memory" / planted).is_symlink()
 
 
 def test_the_bridge_token_module_neither_writes_nor_chmods_through_a_link(
@@ -309,3 +313,12 @@ def test_init_does_not_create_its_config_through_a_dangling_link(tmp_path: Path,
     code, stdout, _ = memctl("init", "--project", str(workspace), "--json")
     assert code == 7 and json.loads(stdout)["error"] == "LinkRefused"
     assert untouched(victim) and (workspace / ".memory" / "config.toml").is_symlink()
+
+
+def test_the_capture_worker_stderr_is_not_opened_through_a_link(tmp_path: Path, victim: Path) -> None:
+    dirs = CaptureDirs(tmp_path / "app")
+    dirs.worker_errors.parent.mkdir(parents=True)
+    dirs.worker_errors.symlink_to(victim)
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
+        spawn_worker(dirs, {"kind": "compile"}, dict(os.environ))
+    assert untouched(victim) and dirs.worker_errors.is_symlink()
