@@ -36,6 +36,7 @@ _LAZY = {
     "private_file": "._files",
     "replacing": "._files",
     "write_atomically": "._files",
+    "open_beneath": "._links",
     "set_mode": "._links",
     "open_state": "._serve",
     "run_bridge": "._serve",
@@ -57,7 +58,7 @@ _LAZY = {
 if _typing.TYPE_CHECKING:
     from ._files import private_dir, private_file, replacing, write_atomically
     from ._identity import pin_scope, pinned_scope, write_scope
-    from ._links import set_mode
+    from ._links import open_beneath, set_mode
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
     from ._settings import Settings, find_project, load_settings, read_token_file
@@ -89,6 +90,7 @@ __all__ = [
     "find_project",
     "load_settings",
     "new_token",
+    "open_beneath",
     "open_entry_store",
     "open_state",
     "pin_scope",

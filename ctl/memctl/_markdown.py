@@ -13,19 +13,18 @@ editors that add one change nothing).
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import io
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from memory_bridge import InvalidInput, LinkRefused, private_dir, write_atomically
+from memory_bridge import InvalidInput, LinkRefused, open_beneath, private_dir, write_atomically
 from memory_bridge.core import (
     DocumentItem,
     EntryItem,
@@ -50,24 +49,18 @@ _FENCE = "---\n"
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 _IDENTITY = {"entry": ("id",), "document": ("slot", "document_id", "name")}
 _ENTRY_FACTS = ("created", "updated", "hits", "ttl")
-_LINK = "a symbolic link: memctl neither reads nor writes through links, so it was left alone"
 _DOCUMENT_FACTS = ("created_at", "updated_at", "origin", "last_recalled_at", "recall_count", "marks")
+_LINK = "a symbolic link: memctl neither reads nor writes through links, so it was left alone"
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, *, root: Path | None = None) -> str:
     """A file's text exactly: line endings as they are (CRLF in a text stays CRLF). A link
-    at `path` is `LinkRefused`."""
-    try:
-        with open(path, encoding="utf-8", newline="", opener=_no_follow) as handle:
-            return handle.read()
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise LinkRefused(path) from None
-        raise
-
-
-def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+    at `path`, or at a folder between `root` (default: its own folder) and it, is
+    `LinkRefused`."""
+    top = root or path.parent
+    descriptor = open_beneath(top, PurePath(path.relative_to(top)), os.O_RDONLY | os.O_NONBLOCK)
+    with open(descriptor, encoding="utf-8", newline="") as handle:
+        return handle.read()
 
 
 def _yaml() -> YAML:
@@ -202,9 +195,11 @@ def _report(
     return {"file": where, "ref": ref, "status": status, "detail": detail, "differs": list(differs)}
 
 
-async def _import_one(stores: ItemStores, items: dict[str, Item], path: Path, where: str) -> dict[str, Any]:
+async def _import_one(
+    stores: ItemStores, items: dict[str, Item], directory: Path, path: Path, where: str
+) -> dict[str, Any]:
     try:
-        parsed = parse_item(read_text(path), where)
+        parsed = parse_item(read_text(path, root=directory), where)
     except LinkRefused:
         return _report(where, "", "link", _LINK)
     except UnicodeDecodeError:
@@ -245,7 +240,7 @@ async def import_tree(stores: ItemStores, directory: Path) -> list[dict[str, Any
         if path.is_symlink():
             reports.append(_report(where, "", "link", _LINK))
         elif path.suffix == ".md" and path.is_file():
-            report = await _import_one(stores, items, path, where)
+            report = await _import_one(stores, items, directory, path, where)
             reports.append(report)
             if report["status"] == "updated":
                 updated[report["ref"]] = report

@@ -10,10 +10,10 @@ import json
 import os
 import time
 from collections import deque
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
-from memory_bridge import LinkRefused, private_file, write_atomically
+from memory_bridge import LinkRefused, open_beneath, private_file, write_atomically
 
 __all__ = ["log_event", "read_events"]
 
@@ -26,7 +26,8 @@ def log_event(path: Path, event: str, **fields: Any) -> None:
     line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "event": event, **fields})
     try:
         private_file(path)
-        with open(path, "a", encoding="utf-8", opener=_append_no_follow) as handle:
+        descriptor = open_beneath(path.parent, PurePath(path.name), os.O_WRONLY | os.O_APPEND)
+        with open(descriptor, "a", encoding="utf-8") as handle:
             if os.fstat(handle.fileno()).st_size > _MAX_BYTES:
                 kept = path.read_text(encoding="utf-8", errors="replace").splitlines()[-2000:]
                 write_atomically(path, "\n".join(kept) + "\n" + line + "\n", mode=0o600)
@@ -34,10 +35,6 @@ def log_event(path: Path, event: str, **fields: Any) -> None:
                 handle.write(line + "\n")
     except (OSError, LinkRefused):
         pass
-
-
-def _append_no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW, 0o600)
 
 
 def read_events(path: Path, limit: int = 20) -> list[dict[str, Any]]:

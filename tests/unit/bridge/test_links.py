@@ -170,3 +170,18 @@ def test_set_mode_changes_a_file_or_folder_but_never_a_link_target(tmp_path: Pat
         with pytest.raises(LinkRefused):
             links.set_mode(tmp_path / planted, 0o600)
     assert untouched(victim) and stat.S_IMODE(victim.parent.stat().st_mode) != 0o600
+
+
+def test_open_beneath_opens_nothing_through_a_linked_folder_or_file(tmp_path: Path, victim: Path) -> None:
+    root = tmp_path / "tree"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "own.md").write_text("mine\n")
+    (root / "linked").symlink_to(victim.parent)
+    (root / "sub" / "file-link").symlink_to(victim)
+    for relative in ("linked/victim.txt", "sub/file-link"):
+        with pytest.raises(LinkRefused):
+            os.close(links.open_beneath(root, PurePath(relative), os.O_WRONLY | os.O_APPEND))
+    fd = links.open_beneath(root, PurePath("sub/own.md"), os.O_RDONLY)
+    with open(fd, encoding="utf-8") as handle:
+        assert handle.read() == "mine\n"
+    assert untouched(victim)
