@@ -16,6 +16,7 @@ from ._errors import (
     Conflict,
     EmbedderUnavailable,
     InvalidInput,
+    LinkRefused,
     MemctlError,
     MetadataPending,
     NotFound,
@@ -36,6 +37,8 @@ _LAZY = {
     "private_file": "._files",
     "replacing": "._files",
     "write_atomically": "._files",
+    "open_beneath": "._links",
+    "set_mode": "._links",
     "open_state": "._serve",
     "run_bridge": "._serve",
     "serve_http": "._serve",
@@ -56,6 +59,7 @@ _LAZY = {
 if _typing.TYPE_CHECKING:
     from ._files import private_dir, private_file, replacing, write_atomically
     from ._identity import pin_scope, pinned_scope, write_scope
+    from ._links import open_beneath, set_mode
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
     from ._settings import Settings, find_project, load_settings, read_token_file
@@ -75,6 +79,7 @@ __all__ = [
     "EntryStore",
     "EntryWrite",
     "InvalidInput",
+    "LinkRefused",
     "MemctlError",
     "MetadataPending",
     "NotFound",
@@ -88,6 +93,7 @@ __all__ = [
     "find_project",
     "load_settings",
     "new_token",
+    "open_beneath",
     "open_entry_store",
     "open_state",
     "pin_scope",
@@ -100,6 +106,7 @@ __all__ = [
     "run_bridge",
     "serve_http",
     "serve_stdio",
+    "set_mode",
     "write_atomically",
     "write_scope",
 ]

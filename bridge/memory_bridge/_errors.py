@@ -3,6 +3,7 @@
     MemctlError                 anything memctl reports to a user or an agent
     ├── StoreError              a store operation failed; carries .operation
     │   ├── InvalidInput        bad argument: names the field and the problem
+    │   │   └── LinkRefused     a link stands where memctl would write: left alone
     │   ├── NotFound            the thing asked for does not exist
     │   ├── Conflict            the store refused a change that clashes with its state
     │   ├── AccessDenied        the store refused our credentials or permissions
@@ -24,12 +25,15 @@ An embedder that fails is not fatal: search degrades to keywords and says so.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 __all__ = [
     "AccessDenied",
     "ConfigError",
     "Conflict",
     "EmbedderUnavailable",
     "InvalidInput",
+    "LinkRefused",
     "MemctlError",
     "MetadataPending",
     "NotFound",
@@ -68,6 +72,17 @@ class InvalidInput(StoreError):
         super().__init__(f"{field}: {problem}", operation=operation)
         self.field = field
         self.problem = problem
+
+
+class LinkRefused(InvalidInput):
+    """A symbolic link stands where memctl would write (a file or a folder on the way);
+    memctl writes nothing through it and leaves it alone."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            str(path), "is a symbolic link; memctl does not write through links, so it was left alone"
+        )
+        self.path = path
 
 
 class NotFound(StoreError):

@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from memory_bridge import ConfigError, write_atomically
+from memory_bridge import ConfigError, LinkRefused, write_atomically
 
 from ._created import Created, new_containers, new_dirs, without_empty
 from ._jsontext import edit_to
@@ -70,7 +70,7 @@ __all__ = [
 ]
 
 Client = Literal["claude", "cursor", "vscode", "agents"]
-Action = Literal["created", "updated", "unchanged", "edited-left-alone", "removed"]
+Action = Literal["created", "updated", "unchanged", "edited-left-alone", "link-left-alone", "removed"]
 JSONObject = dict[str, Any]
 ServerEntry = dict[str, str | list[str]]
 
@@ -376,8 +376,19 @@ def _removals(plan: Plan) -> list[_Merged | _Owned]:
 # Reading, comparing, writing.
 
 
+def _linked(workspace: Path, path: Path) -> bool:
+    """Whether `path`, or a folder between the workspace and it, is a symbolic link."""
+    inside = path.relative_to(workspace).parts if path.is_relative_to(workspace) else ()
+    return path.is_symlink() or any(
+        workspace.joinpath(*inside[:n]).is_symlink() for n in range(1, len(inside))
+    )
+
+
 def _read(path: Path) -> str | None:
-    """A file's text exactly as stored (no newline translation), or None if it does not exist."""
+    """A file's text exactly as stored (no newline translation), or None if it does not exist.
+    A link in its place is `LinkRefused`: memctl reads and writes no client file through one."""
+    if path.is_symlink():
+        raise LinkRefused(path)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -465,7 +476,9 @@ def apply(workspace: Path, plan: Plan, *, check: bool = False) -> list[Change]:
     manifest_text = _read(workspace / MANIFEST)
     manifest = _parse_manifest(workspace / MANIFEST, manifest_text)
     steps = [
-        _owned_step(workspace, target, manifest)
+        _Step(Change(workspace / target.path, "link-left-alone"))
+        if _linked(workspace, workspace / target.path)
+        else _owned_step(workspace, target, manifest)
         if isinstance(target, _Owned)
         else _merged_step(workspace, target)
         for target in _targets(plan)
@@ -476,11 +489,15 @@ def apply(workspace: Path, plan: Plan, *, check: bool = False) -> list[Change]:
     if not check:
         created = Created.load(workspace)
         codex_is_new = plan.codex_config is not None and not plan.codex_config.exists()
-        for step in steps:
+        for n, step in enumerate(steps):
             if step.text is not None:
-                if step.change.path.is_relative_to(workspace):
+                inside = step.change.path.is_relative_to(workspace)
+                if inside:
                     _note_creation(created, workspace, step)
-                write_atomically(step.change.path, step.text)
+                try:
+                    write_atomically(step.change.path, step.text, root=workspace if inside else None)
+                except LinkRefused:  # planted since it was read: left alone
+                    steps[n] = _Step(Change(step.change.path, "link-left-alone"))
         created.save(workspace)
         if plan.codex_config is not None:
             add_user(plan.codex_config, plan.project, created=codex_is_new)
@@ -578,7 +595,8 @@ def remove(workspace: Path, plan: Plan, *, check: bool = False, purge: bool = Fa
     if not check:
         for step in steps:
             if step.text is not None:
-                write_atomically(step.change.path, step.text)
+                inside = step.change.path.is_relative_to(workspace)
+                write_atomically(step.change.path, step.text, root=workspace if inside else None)
         for path in deleted:
             path.unlink()
         for directory in sorted(created.dirs, key=lambda d: d.count("/"), reverse=True):

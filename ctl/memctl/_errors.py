@@ -5,6 +5,7 @@
       2   ├── ConfigError             settings, options, an inventory or a store URL are wrong
      10   ├── StoreError              a store operation failed (no more specific class)
       7   │   ├── InvalidInput        an argument or input file is wrong: names the field
+      7   │   │   └── LinkRefused     a link stands where memctl would write: left alone
       3   │   ├── NotFound            the thing asked for does not exist
       4   │   ├── Conflict            the target holds data that clashes (e.g. restore, no --merge)
       8   │   ├── AccessDenied        the store refused the credentials or permissions

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from memory_bridge import InvalidInput, private_dir, private_file
+from memory_bridge import InvalidInput, LinkRefused, open_beneath, private_dir, write_atomically
 from memory_bridge.core import (
     DocumentItem,
     EntryItem,
@@ -42,7 +43,6 @@ __all__ = [
     "read_text",
     "relative_path",
     "render_item",
-    "write_text",
 ]
 
 _FENCE = "---\n"
@@ -50,17 +50,17 @@ _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 _IDENTITY = {"entry": ("id",), "document": ("slot", "document_id", "name")}
 _ENTRY_FACTS = ("created", "updated", "hits", "ttl")
 _DOCUMENT_FACTS = ("created_at", "updated_at", "origin", "last_recalled_at", "recall_count", "marks")
+_LINK = "a symbolic link: memctl neither reads nor writes through links, so it was left alone"
 
 
-def read_text(path: Path) -> str:
-    """A file's text exactly: line endings as they are (CRLF in a text stays CRLF)."""
-    with path.open(encoding="utf-8", newline="") as handle:
+def read_text(path: Path, *, root: Path | None = None) -> str:
+    """A file's text exactly: line endings as they are (CRLF in a text stays CRLF). A link
+    at `path`, or at a folder between `root` (default: its own folder) and it, is
+    `LinkRefused`."""
+    top = root or path.parent
+    descriptor = open_beneath(top, PurePath(path.relative_to(top)), os.O_RDONLY | os.O_NONBLOCK)
+    with open(descriptor, encoding="utf-8", newline="") as handle:
         return handle.read()
-
-
-def write_text(path: Path, text: str) -> None:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
 
 
 def _yaml() -> YAML:
@@ -165,19 +165,28 @@ def relative_path(item: Item) -> PurePosixPath:
     return PurePosixPath("entries", _safe(item.entry.type), _safe(item.entry.id) + ".md")
 
 
+def _left_alone(where: str, exc: LinkRefused) -> dict[str, str]:
+    return {"file": where, "reason": exc.problem}
+
+
 async def export_tree(stores: ItemStores, directory: Path) -> dict[str, Any]:
     """Write every live entry and every document as one file under `directory` (0700 folders,
-    0600 files); the counts written."""
+    0600 files, each replaced whole); the counts written. A link in the tree (a file's or a
+    folder's place) is not written through: it is left alone and listed under `links`."""
     counts = {"entries": 0, "documents": 0}
+    links: list[dict[str, str]] = []
     private_dir(directory)
     async for batch in iter_items(stores):
         for item in batch:
-            path = directory / relative_path(item)
-            private_file(path)
-            path.chmod(0o600)
-            write_text(path, render_item(item))
+            relative = relative_path(item)
+            try:
+                write_atomically(directory / relative, render_item(item), mode=0o600, root=directory)
+            except LinkRefused as exc:
+                links.append(_left_alone(relative.as_posix(), exc))
+                continue
             counts["entries" if isinstance(item, EntryItem) else "documents"] += 1
-    return {"directory": str(directory), **counts, "files": counts["entries"] + counts["documents"]}
+    files = counts["entries"] + counts["documents"]
+    return {"directory": str(directory), **counts, "files": files, "links": links}
 
 
 def _report(
@@ -186,9 +195,13 @@ def _report(
     return {"file": where, "ref": ref, "status": status, "detail": detail, "differs": list(differs)}
 
 
-async def _import_one(stores: ItemStores, items: dict[str, Item], path: Path, where: str) -> dict[str, Any]:
+async def _import_one(
+    stores: ItemStores, items: dict[str, Item], directory: Path, path: Path, where: str
+) -> dict[str, Any]:
     try:
-        parsed = parse_item(read_text(path), where)
+        parsed = parse_item(read_text(path, root=directory), where)
+    except LinkRefused:
+        return _report(where, "", "link", _LINK)
     except UnicodeDecodeError:
         return _report(where, "", "invalid", "not UTF-8 text")
     except InvalidInput as exc:
@@ -221,16 +234,28 @@ async def import_tree(stores: ItemStores, directory: Path) -> list[dict[str, Any
     async for batch in iter_items(stores):  # no hits counted, one pass
         items.update((item.ref, item) for item in batch)
     reports = []
-    updated: dict[str, Path] = {}
-    for path in sorted(directory.rglob("*.md")):
-        if path.is_file() and not path.is_symlink():
-            report = await _import_one(stores, items, path, path.relative_to(directory).as_posix())
+    updated: dict[str, dict[str, Any]] = {}
+    for path in sorted(directory.rglob("*")):  # never descends into a linked folder
+        where = path.relative_to(directory).as_posix()
+        if path.is_symlink():
+            reports.append(_report(where, "", "link", _LINK))
+        elif path.suffix == ".md" and path.is_file():
+            report = await _import_one(stores, items, directory, path, where)
             reports.append(report)
             if report["status"] == "updated":
-                updated[report["ref"]] = path
+                updated[report["ref"]] = report
     if updated:
         async for batch in iter_items(stores):
             for item in batch:
                 if item.ref in updated:
-                    write_text(updated[item.ref], render_item(item))
+                    _rewrite(directory, updated[item.ref], render_item(item))
     return reports
+
+
+def _rewrite(directory: Path, report: dict[str, Any], text: str) -> None:
+    """Write an applied file again from the stored item; a link that took its place (or a
+    folder's) is left alone and the report says so."""
+    try:
+        write_atomically(directory / report["file"], text, root=directory)
+    except LinkRefused:
+        report["detail"] = "; ".join(filter(None, [report["detail"], f"the file was not rewritten: {_LINK}"]))

@@ -14,10 +14,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
-from memory_bridge import ConfigError, private_dir, private_file, write_atomically
+from memory_bridge import ConfigError, open_beneath, private_dir, private_file, write_atomically
 
 from ._ansible_data import as_data, dump
 from ._content import content_root
@@ -124,7 +124,8 @@ def run_playbook(
         # The groups the expand play fills do not exist yet when Ansible reads the limit.
         command += ["--limit", ",".join([*limit, *_EXPANDED_GROUPS])]
     read_end, write_end = os.pipe()
-    with private_file(run.log).open("w", encoding="utf-8") as log:
+    log_fd = open_beneath(run.log.parent, PurePath(private_file(run.log).name), os.O_WRONLY | os.O_TRUNC)
+    with open(log_fd, "w", encoding="utf-8") as log:
         try:
             process = subprocess.Popen(
                 command,

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from memory_bridge import ConfigError, private_dir
+from memory_bridge import ConfigError, private_dir, set_mode
 
 from ._content import content_root
 from ._playbook import state_dir
@@ -48,6 +48,6 @@ def control_wheel() -> Path:
             tail = " / ".join((result.stderr or result.stdout).strip().splitlines()[-5:])
             raise ConfigError(f"building memctl's wheel from {content_root()} failed: {tail}")
         wheel = wheels / built[0].name
+        set_mode(built[0], 0o600)  # before the rename: nothing chmods a path a link could take
         os.replace(built[0], wheel)
-    wheel.chmod(0o600)
     return wheel

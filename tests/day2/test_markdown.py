@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from memctl._markdown import parse_item, read_text, write_text
+from memctl._markdown import parse_item, read_text
 from memory_bridge import EntryWrite, load_settings
 from memory_bridge.core import ItemStores, iter_items
 from memory_bridge.stores import DocMetadata, open_entry_store, open_knowledge_store
@@ -28,6 +28,11 @@ TRICKY_TEXTS = [
     "tabs\tand  spaces  ",
     "x" * 5000,
 ]
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write as an editor would: the bytes of `text`, line endings as they are."""
+    path.write_bytes(text.encode("utf-8"))
 
 
 def text_of(n: int) -> str:
@@ -130,6 +135,7 @@ def test_round_trip_of_a_thousand_items_is_lossless(tmp_path: Path) -> None:
         "entries": 600,
         "documents": 400,
         "files": 1000,
+        "links": [],
     }
     written = files(out)
     assert len(written) == 1000

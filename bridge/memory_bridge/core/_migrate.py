@@ -21,15 +21,17 @@ Applied steps are appended to `.memory/migrations.jsonl`.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from .._errors import StoreUnavailable
 from .._files import private_file
 from .._identity import pin_scope, pinned_scope
+from .._links import open_beneath
 from .._settings import Settings
 from ..stores._url import make_embedder, open_dify_store, sqlite_path
 
@@ -323,8 +325,10 @@ async def plan_migrations(settings: Settings) -> list[MigrationStep]:
 def _record(settings: Settings, step: MigrationStep) -> None:
     line = {**asdict(step), "applied_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     del line["pending"]
-    with private_file(settings.memory_dir / _LOG).open("a", encoding="utf-8") as log:
-        log.write(json.dumps(line) + "\n")
+    path = private_file(settings.memory_dir / _LOG)
+    appending = os.O_WRONLY | os.O_APPEND
+    with os.fdopen(open_beneath(path.parent, PurePath(path.name), appending), "a", encoding="utf-8") as log:
+        log.write(json.dumps(line) + "\n")  # never through a link, even one planted just now
 
 
 async def migrate(

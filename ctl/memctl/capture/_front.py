@@ -93,6 +93,9 @@ def _text_field(payload: dict[str, Any], key: str, default: str = "") -> str:
     return value
 
 
+_ERRORS_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW  # never through a planted link
+
+
 def spawn_worker(dirs: CaptureDirs, job: dict[str, Any], env: dict[str, str]) -> Path:
     """Stage `job` and start `python -m memctl.capture._worker <job>` in its own session."""
     path = dirs.jobs / f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.urandom(6).hex()}.json"
@@ -101,7 +104,7 @@ def spawn_worker(dirs: CaptureDirs, job: dict[str, Any], env: dict[str, str]) ->
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-        (os.POSIX_SPAWN_OPEN, 2, str(dirs.worker_errors), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
+        (os.POSIX_SPAWN_OPEN, 2, str(dirs.worker_errors), _ERRORS_FLAGS, 0o600),
     ]
     argv = [sys.executable, "-m", "memctl.capture._worker", str(path)]
     os.posix_spawn(sys.executable, argv, {**env, REENTRY_ENV: "1"}, file_actions=actions, setsid=True)

@@ -7,12 +7,13 @@ redacts anything derived from a transcript or an LLM answer before it gets here.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import deque
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
-from memory_bridge import private_file
+from memory_bridge import LinkRefused, open_beneath, private_file, write_atomically
 
 __all__ = ["log_event", "read_events"]
 
@@ -20,16 +21,19 @@ _MAX_BYTES = 1_000_000
 
 
 def log_event(path: Path, event: str, **fields: Any) -> None:
-    """Append one event; the log is halved once it passes 1 MB. Never raises."""
+    """Append one event; the log is halved once it passes 1 MB. Never raises, and never
+    writes through a link: a link in the log's place is left alone, the event dropped."""
     line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "event": event, **fields})
     try:
         private_file(path)
-        if path.exists() and path.stat().st_size > _MAX_BYTES:
-            kept = path.read_text(encoding="utf-8", errors="replace").splitlines()[-2000:]
-            path.write_text("\n".join(kept) + "\n", encoding="utf-8")
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-    except OSError:
+        descriptor = open_beneath(path.parent, PurePath(path.name), os.O_WRONLY | os.O_APPEND)
+        with open(descriptor, "a", encoding="utf-8") as handle:
+            if os.fstat(handle.fileno()).st_size > _MAX_BYTES:
+                kept = path.read_text(encoding="utf-8", errors="replace").splitlines()[-2000:]
+                write_atomically(path, "\n".join(kept) + "\n" + line + "\n", mode=0o600)
+            else:
+                handle.write(line + "\n")
+    except (OSError, LinkRefused):
         pass
 
 

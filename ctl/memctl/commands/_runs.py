@@ -170,7 +170,7 @@ def _print(title: str, result: dict[str, Any]) -> None:
     for record in result["projects"]:
         for file in record["files"]:
             if file["action"] != "unchanged":
-                style = "yellow" if file["action"] == "edited-left-alone" else "green"
+                style = "yellow" if file["action"].endswith("-left-alone") else "green"
                 console.print(f"  [{style}]{file['action']:>18}[/] {escape(file['path'])}")
         if "schedule" in record:
             console.print(f"  maintenance timer: {record['schedule']}")

@@ -9,7 +9,7 @@ from typing import Any
 import click
 from pydantic import SecretStr
 
-from memory_bridge import Settings, load_settings, private_dir, private_file
+from memory_bridge import Settings, load_settings, private_dir, write_atomically
 from memory_bridge.stores import entry_store_scheme
 
 from .._output import console, emit_json, json_option
@@ -94,7 +94,7 @@ def init(
     private_dir(config.parent)
     written = not config.exists()
     if written:  # it may come to hold a token or an API key
-        private_file(config).write_text(config_template(chosen), encoding="utf-8")
+        write_atomically(config, config_template(chosen), mode=0o600)
     add_project(record)
     result: dict[str, Any] = {
         "ok": True,

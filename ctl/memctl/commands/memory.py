@@ -23,7 +23,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from memory_bridge import ConfigError, Conflict, InvalidInput, MemctlError, Settings, private_file
+from memory_bridge import ConfigError, Conflict, InvalidInput, MemctlError, Settings, write_atomically
 from memory_bridge.core import (
     EntryItem,
     Item,
@@ -38,7 +38,7 @@ from memory_bridge.core import (
 )
 
 from .._lookup import item_stores
-from .._markdown import parse_item, read_text, relative_path, render_item, write_text
+from .._markdown import parse_item, read_text, relative_path, render_item
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
@@ -232,8 +232,7 @@ def edit(ref: str, project: Path | None, as_json: bool) -> None:
     item = _with_stores(settings, lambda s: find_item(s, ref))
     folder = Path(tempfile.mkdtemp(prefix="memctl-edit-"))  # 0700
     path = folder / relative_path(item).name
-    private_file(path)
-    write_text(path, render_item(item))
+    write_atomically(path, render_item(item), mode=0o600)
     _run_editor(editor, path)
     edited = parse_item(read_text(path), str(path))
     info = item.info()

@@ -376,14 +376,16 @@ def test_file_modes_are_kept_and_new_files_are_0644(tmp_path: Path, plan: Plan) 
     assert not list(tmp_path.rglob("*.tmp"))
 
 
-def test_a_symlinked_config_stays_a_symlink(tmp_path: Path, plan: Plan) -> None:
+def test_a_symlinked_config_is_left_alone(tmp_path: Path, plan: Plan) -> None:
+    """Issue 32: memctl never writes through a link in the workspace, even to a dotfile."""
     target = tmp_path / "dotfiles/mcp.json"
     write(target, '{"mcpServers": {"x": {"command": "y"}}}')
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws/.mcp.json").symlink_to(target)
-    apply(tmp_path / "ws", plan)
+    changes = apply(tmp_path / "ws", plan)
+    assert actions(changes, tmp_path / "ws")[".mcp.json"] == "link-left-alone"
     assert (tmp_path / "ws/.mcp.json").is_symlink()
-    assert read_json(target)["mcpServers"] == {"x": {"command": "y"}, "memory": ENTRY}
+    assert read_json(target)["mcpServers"] == {"x": {"command": "y"}}
 
 
 RESERVED = {"mcpServers", "hooks", "enabledMcpjsonServers"}

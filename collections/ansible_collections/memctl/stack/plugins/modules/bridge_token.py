@@ -31,7 +31,6 @@ created:
   type: bool
 """
 
-import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -54,15 +53,15 @@ def ensure_token(path: Path, check: bool) -> dict[str, Any]:
     }
     fixes["mode"] = not fixes["created"] and _mode(path) != 0o600
     if not check:
+        from memory_bridge import new_token, set_mode, write_atomically
+
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         if fixes["directory"]:
-            os.chmod(directory, 0o700)
+            set_mode(directory, 0o700)  # never through a link
         if fixes["created"]:
-            from memory_bridge import new_token, write_atomically
-
             write_atomically(path, new_token() + "\n", mode=0o600)
         elif fixes["mode"]:
-            os.chmod(path, 0o600)
+            set_mode(path, 0o600)
     return {"changed": any(fixes.values()), "created": fixes["created"]}
 
 
@@ -70,8 +69,12 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec={"path": {"type": "path", "required": True}}, supports_check_mode=True
     )
-    import_memctl(module, "memory_bridge")  # the token and its writing are the bridge's own
-    module.exit_json(**ensure_token(Path(module.params["path"]), module.check_mode))
+    bridge = import_memctl(module, "memory_bridge")  # the token and its writing are the bridge's own
+    try:
+        result = ensure_token(Path(module.params["path"]), module.check_mode)
+    except bridge.LinkRefused as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

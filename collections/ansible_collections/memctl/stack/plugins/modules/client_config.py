@@ -62,7 +62,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 files:
-  description: One entry per file, with the action taken (created, updated, unchanged, edited-left-alone).
+  description: >-
+    One entry per file, with the action taken (created, updated, unchanged, edited-left-alone,
+    link-left-alone).
   returned: always
   type: list
   elements: dict
@@ -101,11 +103,15 @@ def run(module: AnsibleModule) -> dict[str, Any]:
             changes.append(clients.install_launcher(plan, check=module.check_mode))
         else:
             changes = clients.remove(plan.project, plan, check=module.check_mode, purge=params["purge"])
-    except bridge.ConfigError as exc:
+    except (bridge.ConfigError, bridge.LinkRefused) as exc:
         module.fail_json(msg=str(exc))
     for change in changes:
         if change.action == "edited-left-alone":
             module.warn(f"{change.path}: edited since memctl wrote it; left alone (delete it to get it back)")
+        elif change.action == "link-left-alone":
+            module.warn(
+                f"{change.path}: a symbolic link (or in a linked folder); memctl does not write through links"
+            )
     written = [c for c in changes if c.action in ("created", "updated", "removed")]
     result: dict[str, Any] = {
         "changed": bool(written),
