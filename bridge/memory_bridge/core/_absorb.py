@@ -16,6 +16,7 @@ import anyio.to_thread
 from .._errors import StoreUnavailable
 from ._glob import GlobSet
 from ._knowledge import KnowledgeContext, resolve_slot, save_to_dataset, slot_id
+from ._redact import redact
 from ._workspace import DEFAULT_IGNORE, DEFAULT_INCLUDE, AbsorbRead, read_workspace_file, scan_workspace
 
 __all__ = ["READ_SECONDS", "SCAN_SECONDS", "absorb_files", "scan_documents"]
@@ -79,7 +80,13 @@ async def absorb_files(
             results.append({"file": requested, "ok": False, "error": read.error})
         elif dry_run:
             results.append(
-                {"file": requested, "ok": True, "dryRun": True, "docName": read.rel_path, "size": read.size}
+                {
+                    "file": requested,
+                    "ok": True,
+                    "dryRun": True,
+                    "docName": redact(read.rel_path),
+                    "size": read.size,
+                }
             )
         else:
             saved = await save_to_dataset(
@@ -89,7 +96,7 @@ async def absorb_files(
                 {
                     "file": requested,
                     "ok": True,
-                    "docName": read.rel_path,
+                    "docName": saved["name"],  # as stored: redacted
                     "size": read.size,
                     "documentId": saved["documentId"],
                     "created": saved["created"],

@@ -22,6 +22,7 @@ from ..stores._knowledge import METADATA_FIELDS, DocMetadata, KnowledgeFilter, K
 from ._fence import fence
 from ._freshness import Freshness, rerank
 from ._redact import redact
+from ._redact_fields import redact_metadata
 
 __all__ = [
     "ATOM_TYPES",
@@ -277,11 +278,11 @@ def _metadata(given: dict[str, Any] | None, scope: str) -> DocMetadata:
 async def _upsert(
     ctx: KnowledgeContext, slot: str, name: str, text: str, metadata: DocMetadata, origin: str
 ) -> dict[str, Any]:
-    name = name.strip()
+    name = redact(name.strip())
     if not name:
         raise InvalidInput("name", "must not be empty")
     slot_name = await resolve_slot(ctx.store, slot)
-    outcome = await ctx.store.upsert(slot_name, name, redact(text), metadata, origin=origin)
+    outcome = await ctx.store.upsert(slot_name, name, redact(text), redact_metadata(metadata), origin=origin)
     return {
         "ok": True,
         "documentOk": outcome.text_applied,
@@ -317,8 +318,9 @@ async def save_lesson(
     evidence: str | None,
 ) -> dict[str, Any]:
     tag_list = list(tags) if tags else [t.strip() for t in metadata.get("tags", "").split(",") if t.strip()]
-    facets = {
-        k: metadata.get(k, "").strip() for k in ("project_module", "language", "task_type", "error_pattern")
+    facets = {  # redacted before the lesson's name is made of them
+        k: redact(metadata.get(k, "").strip())
+        for k in ("project_module", "language", "task_type", "error_pattern")
     }
     lines = [f"# {title}", "", f"- type: {LESSON_TYPE}"]
     if tag_list:
