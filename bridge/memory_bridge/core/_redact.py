@@ -161,14 +161,6 @@ _IN_CONTEXT: tuple[_Rule, ...] = (
         rf"(?:secret|password|passwd|token|_key|authtoken)[\w./:-]*\s+){_NOT_MARKED}(?!--)([^\s=]+)",
         r"\1[REDACTED]",
     ),
-    _rule(  # prose: "the staging password is Sup3r!"; a plain word ("is rotated") stays
-        ("pass", "secret", "token", "key"),
-        r"(?i)\b((?:password|passphrase|passwd|secret|token|api[ _-]?key)s?\b(?:\s+\w+){0,2}?"
-        rf"\s+(?:is|was|are|were|reads|equals)\s*:?\s+[\"'`]?){_NOT_MARKED}"
-        r"(?=[^\s\"'`]{6,})(?=[^\s\"'`]*[0-9!@#$%^&*+=~?])(?!v?\d+(?:\.\d+)+\b)(?!\d{4}-\d\d-\d\d)"
-        r"[^\s\"'`]*[^\s\"'`.,;:!?)]",
-        r"\1[REDACTED]",
-    ),
     _rule(
         "</",
         rf"(?i)<(password|passwd|secret|token|api[_-]?key|client[_-]?secret)>{_NOT_MARKED}[^<]+</\1>",
@@ -176,6 +168,14 @@ _IN_CONTEXT: tuple[_Rule, ...] = (
     ),
 )
 
+_PROSE = re.compile(  # "the staging password is Sup3r!"; a plain word ("is rotated") stays
+    r"\b((?:password|passphrase|passwd|secret|token|api[ _-]?key)s?\b(?:\s+\w+){0,2}?"
+    r"\s+(?:is|was|are|were|reads|equals)\s*:?\s+[\"'`]?)(?!\[redacted)"
+    r"(?=[^\s\"'`]{6,})(?=[^\s\"'`]*[0-9!@#$%^&*+=~?])(?!v?\d+(?:\.\d+)+\b)(?!\d{4}-\d\d-\d\d)"
+    r"[^\s\"'`]*[^\s\"'`.,;:!?)]"
+)  # matched in the lowercased text, like _ASSIGNED
+_PROSE_ANY_CASE = re.compile(_PROSE.pattern, re.IGNORECASE)
+_PROSE_VERBS = (" is ", " was ", " are ", " were ", " reads ", " equals ")
 _BASIC = re.compile(r"\b(Basic\s+)([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
 
 _SECRET_NAME = (  # how a secret-named key ends: DB_PASSWORD, aws_secret_access_key, client_secret
@@ -256,6 +256,20 @@ def _redact_assigned(text: str) -> str:
     return "".join([*pieces, text[done:]])
 
 
+def _redact_prose(text: str) -> str:
+    lowered = text.lower()
+    if not any(verb in lowered for verb in _PROSE_VERBS):
+        return text
+    if len(lowered) != len(text):
+        return _PROSE_ANY_CASE.sub(r"\1[REDACTED]", text)
+    pieces: list[str] = []
+    done = 0
+    for match in _PROSE.finditer(lowered):
+        pieces += [text[done : match.end(1)], MARK]
+        done = match.end()
+    return "".join([*pieces, text[done:]])
+
+
 def _basic(match: re.Match[str]) -> str:
     """`Basic <base64 of user:password>`; a plain word after "Basic" stays."""
     try:
@@ -275,4 +289,6 @@ def redact(text: str) -> str:
     for rule in _RULES:
         if any(needle in lowered for needle in rule.needles):
             text = rule.pattern.sub(rule.replacement, text)
-    return _redact_assigned(text) if any(word in lowered for word in _SECRET_WORDS) else text
+    if not any(word in lowered for word in _SECRET_WORDS):
+        return text
+    return _redact_assigned(_redact_prose(text))
