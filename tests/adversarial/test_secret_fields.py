@@ -286,12 +286,13 @@ async def test_no_secret_is_kept_in_any_field_of_any_store(served: Served) -> No
 
 async def test_each_field_the_issue_found_stored_verbatim_is_redacted(served: Served) -> None:
     """Stripe key in tags, AWS key id in source, GitLab token in project, GitHub token in a
-    document's name and metadata."""
+    document's name and metadata; and a type, free text within its pattern."""
     client = served.client
-    entry = {"id": "e", "title": "t", "body": "b", "type": "reference", "tags": [STRIPE]}
+    entry = {"id": "e", "title": "t", "body": "b", "type": AWS_KEY_ID, "tags": [STRIPE]}
     payload(await client.call_tool("memory_set", {**entry, "source": AWS_KEY_ID, "project": GITLAB}))
     got = payload(await client.call_tool("memory_get", {"id": "e"}))
-    assert (got["tags"], got["source"], got["project"]) == (
+    assert (got["type"], got["tags"], got["source"], got["project"]) == (
+        "AKIA[REDACTED]",
         ["sk_live_[REDACTED]"],
         "AKIA[REDACTED]",
         "glpat-[REDACTED]",

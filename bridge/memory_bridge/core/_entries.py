@@ -61,7 +61,7 @@ async def set_entry(
     max_entries_warn: int,
     redact_secrets: bool = True,
 ) -> dict[str, Any]:
-    """Write one entry; secrets in its title, body, tags, source and project are redacted
+    """Write one entry; secrets in its title, body, type, tags, source and project are redacted
     first, unless the operator turned that off (`redact_entries = false`, memory-mcp's
     behaviour)."""
     if redact_secrets:

@@ -3,8 +3,8 @@
 The write paths call these on what they are about to store: `memory_set` and the item
 editor (entries), every knowledge save (documents), restore and migrate-store (archived
 and copied records). Every free-text field goes through `redact`: an entry's title, body,
-tags, source and project (its type is one of a fixed set), a document's name, text and
-every metadata value, and an entry record's history snapshots, keys and values alike.
+type, tags, source and project, a document's name, text and every metadata value, and an
+entry record's history snapshots, keys and values alike.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ._redact import redact
 __all__ = ["redact_archived", "redact_entry", "redact_json", "redact_metadata", "redact_record"]
 
 _Fields = TypeVar("_Fields", EntryWrite, Entry, DocMetadata)
-_ENTRY_FIELDS = ("title", "body", "tags", "source", "project")  # type is one of a fixed set
+_ENTRY_FIELDS = ("title", "body", "type", "tags", "source", "project")
 
 
 def _redact_strings(value: _Fields, names: tuple[str, ...]) -> _Fields:
@@ -36,7 +36,7 @@ def _redact_strings(value: _Fields, names: tuple[str, ...]) -> _Fields:
 
 
 def redact_entry(write: EntryWrite) -> EntryWrite:
-    """An entry write with its title, body, tags, source and project redacted."""
+    """An entry write with its title, body, type, tags, source and project redacted."""
     return _redact_strings(write, _ENTRY_FIELDS)
 
 

@@ -118,7 +118,7 @@ async def memory_set(
     with the current revision. Pass a fresh `operation_id` to make retries safe: a
     repeat replays the first outcome instead of writing again. A write without
     `ttl` makes the entry permanent. Secrets (keys, tokens, passwords) in the title,
-    body, tags, source and project are stored as [REDACTED] markers; an id holding
+    body, type, tags, source and project are stored as [REDACTED] markers; an id holding
     one is refused.
     """
     state = state_of(ctx)
