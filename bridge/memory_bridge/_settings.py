@@ -312,9 +312,10 @@ class Settings(BaseSettings):
     )
     redact_entries: bool = Field(
         True,
-        description="Redact secrets from memory_set titles and bodies before they are stored, as knowledge "
-        "always is. `false` stores them verbatim, as memory-mcp does: anyone who can read the store or a "
-        "backup reads them, and the bridge warns about it at every start.",
+        description="Redact secrets from every field of an entry (title, body, type, tags, source, "
+        "project) before it is stored, restored or migrated, as knowledge always is. `false` stores "
+        "entries verbatim, as memory-mcp does: anyone who can read the store or a backup reads them, "
+        "and the bridge warns about it at every start.",
     )
     sweep_interval_seconds: float = Field(60.0, gt=0, description="How often expired entries are swept.")
     tool_timeout_seconds: float = Field(

@@ -32,6 +32,7 @@ from memory_bridge.core import (
     ItemStores,
     content_digest,
     iter_items,
+    redact,
     save_item,
 )
 
@@ -147,11 +148,12 @@ def parse_item(text: str, where: str) -> ItemFile:
 
 
 def _safe(name: str, *, extension: str = "") -> str:
-    """A file or folder name for `name`: itself when already safe, else a slug plus a hash of
-    the name, so two names never share a file and the same name always gets the same one."""
-    if _SAFE.match(name) and (not extension or name.endswith(extension)):
+    """A file or folder name for `name`: itself when already safe, else a slug (of the name
+    redacted: no secret in a file name) plus a hash of the name, so two names never share a
+    file and the same name always gets the same one."""
+    if _SAFE.match(name) and (not extension or name.endswith(extension)) and redact(name) == name:
         return name
-    stem = name.removesuffix(extension) if extension else name
+    stem = redact(name.removesuffix(extension) if extension else name)
     slug = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-.")[:80] or "item"
     return f"{slug}-{hashlib.sha256(name.encode()).hexdigest()[:10]}{extension}"
 

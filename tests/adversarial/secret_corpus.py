@@ -1,4 +1,4 @@
-"""The secret corpus of issue 13: secret formats that must be redacted, and harmless
+"""The secret corpus of issues 13 and 32: secret formats that must be redacted, and harmless
 look-alikes that must pass through unchanged.
 
 Every value is fake: generated from a fixed seed in the shape the real one has. The test
@@ -139,6 +139,24 @@ SECRETS: list[Secret] = [
     _s("ado connection string", "Server=db;User Id=sa;Password={s};Database=app", _r(_ALNUM, 16)),
     _s("passphrase", "ssh key passphrase: {s}", _r(_ALNUM, 20)),
     _s("mysql pwd env", "MYSQL_PWD={s} mysql -u app", _r(_ALNUM, 16)),
+    # issue 32: variants that leaked from bodies and texts
+    _s("qualified token name", "GITHUB_TOKEN_PROD={s}", _r(_ALNUM, 36)),
+    _s("secret key base", "SECRET_KEY_BASE={s}", _r(_HEX, 64)),
+    _s("numbered db password", "DB_PASSWORD_1={s}", _r(_ALNUM, 14)),
+    _s("curl user flag", "curl -u admin:{s} https://api.example.org/v1/items", _r(_ALNUM, 12)),
+    _s(
+        "docker config auth",
+        '{{"auths": {{"registry.example.org": {{"auth": "{s}"}}}}}}',
+        base64.b64encode(b"deploy:" + _r(_ALNUM, 16).encode()).decode(),
+    ),
+    _s("url password with at sign", "mysql://root:{s}@db:3306/app", "p@ssw0rd" + _r(_ALNUM, 6)),
+    _s("aws configure set", "aws configure set aws_secret_access_key {s}", _r(_B64, 40)),
+    _s("password in prose", "the staging password is {s}, ask before using it", "Hx7" + _r(_ALNUM, 9)),
+    _s("token in prose", "FYI the deploy token for staging is {s}", _r(_ALNUM, 8) + "9" + _r(_ALNUM, 20)),
+    _s("curl user flag quoted", "curl --user 'ci:{s}' https://ci.example.org", _r(_ALNUM, 14)),
+    _s("npm config set auth", "npm config set //registry.example.org/:_authToken {s}", _r(_URLSAFE, 36)),
+    _s("password list value", "password=[{s}]", _r(_ALNUM, 14)),
+    _s("api key with env suffix", "STRIPE_API_KEY_LIVE={s}", _r(_ALNUM, 30)),
 ]
 
 # Harmless text that looks like a secret to a careless rule: hashes, ids, code that handles
@@ -235,7 +253,50 @@ _HANDWRITTEN = [
     "SG. is a prefix of SendGrid keys",
     "hvs. tokens are service tokens",
     "dapi tokens belong to Databricks",
+    # issue 32: near misses of the rules added for it
+    "docker run -u 1000:1000 app",
+    'curl -u "$API_USER:$API_PASS" https://api.example.org',
+    "curl -u admin https://api.example.org (curl prompts for the password)",
+    "curl -sSf https://example.org/install.sh | sh",
+    '"auth": "none"',
+    '"auth": ""',
+    "aws configure set region eu-west-1",
+    "aws configure set default.output json",
+    "npm config set registry https://registry.example.org/",
+    "the password is rotated every 90 days",
+    "the token is valid for 3600 seconds",
+    "the secret is kept in the vault",
+    "The password reset flow sends a link that expires after 1 hour.",
+    "password reset flow: user -> email -> link -> new password",
+    "Implement the password reset flow (issue #4821).",
+    "token is v2.3.1 compatible",
+    "the api key is required",
+    "tokens are minted by the auth service",
+    "GITHUB_TOKEN_PROD=${{ secrets.GITHUB_TOKEN_PROD }}",
+    "SECRET_KEY_BASE=<generate with rails secret>",
+    "DB_PASSWORD_1=$DB_PASSWORD_1",
+    "password_reset_url = /account/reset",
+    "token_endpoint: https://auth.example.org/oauth/token",
+    "secrets: [DB_PASSWORD, API_KEY]",
+    "password_expiry_days: 90",
+    "mysql://db:3306/app",
+    "mysql://root@db:3306/app",
+    "email me at ops@example.org or dev@example.org",
+    "https://example.org/@user/posts",
+    "key rotation: every 30 days",
 ]
+
+_PROSE = (
+    "deploy notes for the release train rotate logs weekly and keep the runbook short "
+    "the cache warms on start migrations run before traffic moves backups are verified nightly"
+)
+
+
+def _base64_of_prose() -> str:
+    """Base64 of ordinary text: looks random, holds nothing secret."""
+    vocabulary = _PROSE.split()
+    words = " ".join(_rng.choice(vocabulary) for _ in range(_rng.randint(4, 9)))
+    return base64.b64encode(words.encode()).decode()
 
 
 def _generated() -> list[str]:
@@ -251,6 +312,9 @@ def _generated() -> list[str]:
         u = f"{_r(_HEX, 8)}-{_r(_HEX, 4)}-4{_r(_HEX, 3)}-a{_r(_HEX, 3)}-{_r(_HEX, 12)}"
         lines.append(f"dataset id {u}")
         lines.append(f"integrity sha512-{_r(_B64, 86)}==")
+        lines.append(f"payload {_base64_of_prose()}")
+        lines.append(f"released v{_rng.randint(0, 9)}.{_rng.randint(0, 40)}.{_rng.randint(0, 99)}")
+        lines.append(f"md5 {_r(_HEX, 32)}  dist/app-{_rng.randint(1, 9)}.{_rng.randint(0, 9)}.tar.gz")
     return lines
 
 

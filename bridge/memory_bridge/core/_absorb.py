@@ -20,6 +20,7 @@ from ._glob import GlobSet
 from ._intake import Refusal, refusals
 from ._knowledge import KnowledgeContext, resolve_slot, save_to_dataset, slot_id
 from ._private import PrivateRules, normalise
+from ._redact import redact
 from ._workspace import (
     DEFAULT_IGNORE,
     DEFAULT_INCLUDE,
@@ -122,7 +123,13 @@ async def absorb_files(
             results.append({"file": requested, "ok": False, "error": read.error})
         elif dry_run:
             results.append(
-                {"file": requested, "ok": True, "dryRun": True, "docName": read.rel_path, "size": read.size}
+                {
+                    "file": requested,
+                    "ok": True,
+                    "dryRun": True,
+                    "docName": redact(read.rel_path),
+                    "size": read.size,
+                }
             )
         else:
             saved = await save_to_dataset(
@@ -132,7 +139,7 @@ async def absorb_files(
                 {
                     "file": requested,
                     "ok": True,
-                    "docName": read.rel_path,
+                    "docName": saved["name"],  # as stored: redacted
                     "size": read.size,
                     "documentId": saved["documentId"],
                     "created": saved["created"],

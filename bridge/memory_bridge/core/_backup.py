@@ -6,7 +6,8 @@ different data is refused unless the caller merges or replaces (the target ends 
 exactly the archive). A merge adds the archive's items the target lacks and keeps the
 target's others; for an entry both hold, the archive's version becomes a new revision on
 top of the target's, so the target's history survives; for a document both hold, the
-archive's text wins.
+archive's text wins. What an archive holds is redacted before it is compared or written,
+like any other write (its entries only when entry redaction is on).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ._archive import (
     verify_archive,
 )
 from ._entry_merge import Seen, merge_entry, seen
+from ._redact_fields import redact_archived, redact_record
 from ._transfer import same_fingerprint
 
 __all__ = ["Progress", "RestoreMode", "RestoreReport", "backup", "restore"]
@@ -205,6 +207,7 @@ async def _write_entries(
     shared: dict[str, Seen],
     total: int,
     progress: Progress,
+    redact_entries: bool,
 ) -> tuple[int, int, list[str]]:
     """Write the archive's records; those of `shared` ids go on top of the target's own."""
     for start in range(0, len(stale), 500):
@@ -215,6 +218,8 @@ async def _write_entries(
     revised: list[str] = []
     progress("entries", 0, total)
     for batch in iter_entry_batches(path):
+        if redact_entries:
+            batch = [redact_record(r) for r in batch]
         fresh = [r for r in batch if r.id not in shared]
         await store.import_records(fresh)
         written += len(fresh)
@@ -286,19 +291,22 @@ async def restore(
     mode: RestoreMode,
     scope: str | None = None,
     progress: Progress = _quiet,
+    redact_entries: bool = True,
 ) -> RestoreReport:
     """Check the archive and both targets, then write, then compare every item.
 
     With `scope`, the archive project's documents are restored under that scope instead
-    of their own (re-homing them in another project)."""
+    of their own (re-homing them in another project). Secrets in the archive are redacted
+    (in entries only if `redact_entries`, the `redact_entries` setting)."""
     progress("verifying", 0, None)
     wanted_entries: dict[str, Seen] = {}
     wanted_docs: dict[DocKey, ArchivedDocument] = {}
 
     def take_entry(record: EntryRecord) -> None:
-        wanted_entries[record.id] = seen(record)
+        wanted_entries[record.id] = seen(redact_record(record) if redact_entries else record)
 
     def take_document(document: ArchivedDocument) -> None:
+        document = redact_archived(document)
         wanted_docs[(document.slot, document.name)] = document
 
     report = RestoreReport(verify_archive(path, on_entry=take_entry, on_document=take_document))
@@ -324,7 +332,7 @@ async def restore(
         if mode == "merge":
             shared = {i: s for i, s in found_entries.items() if i in wanted_entries}
         report.entries_written, report.entries_removed, report.entries_revised = await _write_entries(
-            entries, path, stale, shared, len(wanted_entries), progress
+            entries, path, stale, shared, len(wanted_entries), progress, redact_entries
         )
     if report.knowledge_state != "identical":
         report.documents_written, report.documents_removed = await _write_documents(

@@ -7,15 +7,15 @@ memctl's additions (`total`, `next_cursor`, `match`) appended after them.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
-from .._errors import NotFound
+from .._errors import InvalidInput, NotFound
 from ..stores._base import EntryFilter, EntryPage, EntryStore, EntryWrite, SortOrder
 from ..stores._clock import format_instant
 from ._cursor import decode_cursor, encode_cursor
 from ._redact import redact
+from ._redact_fields import redact_entry
 
 __all__ = [
     "delete_entry",
@@ -61,10 +61,13 @@ async def set_entry(
     max_entries_warn: int,
     redact_secrets: bool = True,
 ) -> dict[str, Any]:
-    """Write one entry; secrets in its title and body are redacted first, unless the
-    operator turned that off (`redact_entries = false`, memory-mcp's behaviour)."""
+    """Write one entry; secrets in its title, body, type, tags, source and project are redacted
+    first, unless the operator turned that off (`redact_entries = false`, memory-mcp's
+    behaviour)."""
     if redact_secrets:
-        write = dataclasses.replace(write, title=redact(write.title), body=redact(write.body))
+        if redact(write.id) != write.id:  # an id is a key: refused, never rewritten (nor echoed)
+            raise InvalidInput("id", "looks like it holds a secret; choose another id")
+        write = redact_entry(write)
     outcome = await store.set(write, ttl=ttl, if_version=if_version, operation_id=operation_id)
     if outcome.status == "conflict":
         return {

@@ -26,6 +26,7 @@ from ._entries import set_entry
 from ._fields import Body, EntryType, ProjectName, Source, Tags, Title
 from ._freshness import Freshness, rerank
 from ._redact import redact
+from ._redact_fields import redact_metadata
 
 __all__ = [
     "DocumentItem",
@@ -419,7 +420,9 @@ async def save_item(
         )
     assert fresh is not None
     if (text, metadata) != (fresh.text, fresh.metadata):
-        await stores.knowledge.upsert(doc.slot, fresh.name, redact(text), metadata, origin="memctl")
+        await stores.knowledge.upsert(
+            doc.slot, fresh.name, redact(text), redact_metadata(metadata), origin="memctl"
+        )
     if enabled != fresh.enabled:
         await stores.knowledge.set_enabled(doc.slot, doc.id, enabled)
     return SaveOutcome("updated", item.ref)

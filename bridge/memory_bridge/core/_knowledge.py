@@ -24,6 +24,7 @@ from ..stores._knowledge import METADATA_FIELDS, DocMetadata, KnowledgeFilter, K
 from ._fence import fence
 from ._freshness import Freshness, rerank
 from ._redact import redact
+from ._redact_fields import redact_metadata
 
 __all__ = [
     "ATOM_TYPES",
@@ -290,13 +291,17 @@ def _check_size(text: str, limit: int | None) -> None:
 async def _upsert(
     ctx: KnowledgeContext, slot: str, name: str, text: str, metadata: DocMetadata, origin: str
 ) -> dict[str, Any]:
-    name = name.strip()
+    name = redact(name.strip())
     if not name:
         raise InvalidInput("name", "must not be empty")
     _check_size(text, ctx.max_document_chars)
     slot_name = await resolve_slot(ctx.store, slot)
     outcome = await ctx.store.upsert(
-        slot_name, name, await anyio.to_thread.run_sync(redact, text), metadata, origin=origin
+        slot_name,
+        name,
+        await anyio.to_thread.run_sync(redact, text),
+        redact_metadata(metadata),
+        origin=origin,
     )
     return {
         "ok": True,
@@ -333,8 +338,9 @@ async def save_lesson(
     evidence: str | None,
 ) -> dict[str, Any]:
     tag_list = list(tags) if tags else [t.strip() for t in metadata.get("tags", "").split(",") if t.strip()]
-    facets = {
-        k: metadata.get(k, "").strip() for k in ("project_module", "language", "task_type", "error_pattern")
+    facets = {  # redacted before the lesson's name is made of them
+        k: redact(metadata.get(k, "").strip())
+        for k in ("project_module", "language", "task_type", "error_pattern")
     }
     lines = [f"# {title}", "", f"- type: {LESSON_TYPE}"]
     if tag_list:

@@ -31,6 +31,8 @@ from .._errors import StoreError
 from ..stores._knowledge import MARK_FIELDS, DocMetadata, Document, KnowledgeStore
 from ._audit import project_documents
 from ._consolidate import is_stale, refine_slots, slot_candidates
+from ._redact import redact
+from ._redact_fields import redact_metadata
 
 __all__ = ["ARCHIVE_BODY_MAX", "NO_LLM_PASSES", "PassReport", "run_passes", "undo_changes"]
 
@@ -138,11 +140,12 @@ class _Run:
 async def _rewrite(
     store: KnowledgeStore, doc: Document, text: str, metadata: DocMetadata, origin: str
 ) -> None:
-    """A document's text in place; Dify takes no text for a disabled document, so it is
-    enabled for the write (its enabled state is the caller's to set after)."""
+    """A document's text in place, redacted like every write; Dify takes no text for a
+    disabled document, so it is enabled for the write (its enabled state is the caller's
+    to set after)."""
     if not doc.enabled:
         await store.set_enabled(doc.slot, doc.id, True)
-    await store.upsert(doc.slot, doc.name, text, metadata, origin=origin)
+    await store.upsert(doc.slot, doc.name, redact(text), redact_metadata(metadata), origin=origin)
 
 
 def _truncated(text: str, limit: int, now: float) -> str:

@@ -1,12 +1,15 @@
 """Redacting secrets from text before it is stored, indexed, logged or embedded.
 
-One redactor for entries (memory_set) and knowledge (every save, lesson, absorbed file,
-capture). Three kinds of rule, applied in order: shapes that are secrets wherever they
-appear (private key blocks, JWTs, provider tokens with a fixed prefix), credentials inside
-URLs, headers and command lines, and values assigned to a secret-named key
-(`DB_PASSWORD=`, `aws_secret_access_key = `, `"client_secret": "..."`). Values that only
+One redactor for every stored string of entries and documents (`_redact_fields` applies
+it field by field). Three kinds of rule, applied in order: shapes that are secrets wherever
+they appear (private key blocks, JWTs, provider tokens with a fixed prefix); credentials in
+context: inside URLs (the password may hold an `@`), headers, command lines (`--password`,
+`curl -u`, `aws configure set ...`), Docker's `"auth"` and prose ("the password is X", X
+not a plain word); and values assigned to a secret-named key, qualified or not
+(`DB_PASSWORD_1=`, `GITHUB_TOKEN_PROD=`, `aws_secret_access_key = `). Values that only
 point at a secret (`${DB_PASSWORD}`, `<your-token>`, `os.environ["X"]`, `password: str`)
-are left alone. Every replacement holds `[REDACTED`, so applying it twice changes nothing.
+are left alone. Every replacement holds `[REDACTED` and takes the whole value (a closing
+bracket it leaves is the text's own), so applying it twice changes nothing.
 
 `bench/redaction.py` measures it against the detect-secrets rule set on the corpus in
 `tests/adversarial/secret_corpus.py`.
@@ -110,10 +113,14 @@ _SHAPES: tuple[_Rule, ...] = (
     ),
 )
 
+_CURL_USER = re.compile(rf"(\s(?:-u|--user)[= ]?\s*[\"']?)([^\s:\"']+):{_NOT_MARKED}(?![$<{{])[^\s\"']+")
 _MYSQL_PASSWORD = re.compile(rf"(\s-p){_NOT_MARKED}\S+")  # mysql -psecret, on a line naming mysql
 _IN_CONTEXT: tuple[_Rule, ...] = (
     _rule(  # scheme://user:password@host, the user kept (it may be empty: redis://:pw@host)
-        "://", rf"\b([a-z][a-z0-9+.-]*://[^\s:/@]*):{_NOT_MARKED}[^\s@/]+@", r"\1:[REDACTED]@"
+        # the password runs to the authority's last `@`: mysql://root:p@ssw0rd@db
+        "://",
+        rf"\b([a-z][a-z0-9+.-]*://[^\s:/@]*):{_NOT_MARKED}[^\s/]+@",
+        r"\1:[REDACTED]@",
     ),
     _rule(
         "authorization",
@@ -138,6 +145,22 @@ _IN_CONTEXT: tuple[_Rule, ...] = (
     _rule(
         "mysql", r"(?m)^.*\bmysql(?:dump|admin)?\b.*$", lambda m: _MYSQL_PASSWORD.sub(r"\1[REDACTED]", m[0])
     ),
+    _rule(  # curl -u user:password, curl --user 'user:password': the user stays
+        "curl",
+        r"(?m)^.*\bcurl\b.*$",
+        lambda m: _CURL_USER.sub(r"\1\2:[REDACTED]", m[0]),
+    ),
+    _rule(  # Docker's config.json and npm's `_auth`: base64 of user:password
+        "auth",
+        rf"(?i)(\"(?:auth|_auth|identitytoken)\"\s*:\s*\"){_NOT_MARKED}[A-Za-z0-9+/=._-]{{8,}}\"",
+        r'\1[REDACTED]"',
+    ),
+    _rule(  # aws configure set aws_secret_access_key VALUE, npm config set //host/:_authToken VALUE
+        "set",
+        r"(?i)(\b(?:configure|config)(?:\s+|:)set\s+(?:--\S+\s+)*[\w./:-]*"
+        rf"(?:secret|password|passwd|token|_key|authtoken)[\w./:-]*\s+){_NOT_MARKED}(?!--)([^\s=]+)",
+        r"\1[REDACTED]",
+    ),
     _rule(
         "</",
         rf"(?i)<(password|passwd|secret|token|api[_-]?key|client[_-]?secret)>{_NOT_MARKED}[^<]+</\1>",
@@ -145,6 +168,14 @@ _IN_CONTEXT: tuple[_Rule, ...] = (
     ),
 )
 
+_PROSE = re.compile(  # "the staging password is Sup3r!"; a plain word ("is rotated") stays
+    r"\b((?:password|passphrase|passwd|secret|token|api[ _-]?key)s?\b(?:\s+\w+){0,2}?"
+    r"\s+(?:is|was|are|were|reads|equals)\s*:?\s+[\"'`]?)(?!\[redacted)"
+    r"(?=[^\s\"'`]{6,})(?=[^\s\"'`]*[0-9!@#$%^&*+=~?])(?!v?\d+(?:\.\d+)+\b)(?!\d{4}-\d\d-\d\d)"
+    r"[^\s\"'`]*[^\s\"'`.,;:!?)]"
+)  # matched in the lowercased text, like _ASSIGNED
+_PROSE_ANY_CASE = re.compile(_PROSE.pattern, re.IGNORECASE)
+_PROSE_VERBS = (" is ", " was ", " are ", " were ", " reads ", " equals ")
 _BASIC = re.compile(r"\b(Basic\s+)([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
 
 _SECRET_NAME = (  # how a secret-named key ends: DB_PASSWORD, aws_secret_access_key, client_secret
@@ -152,9 +183,14 @@ _SECRET_NAME = (  # how a secret-named key ends: DB_PASSWORD, aws_secret_access_
     r"|(?:api|access|secret|private|signing|encryption|master|license|consumer|account|service|auth"
     r"|session|client|app)[_-]?key)"
 )
+_QUALIFIER = (  # what may follow a secret name and keep it one: GITHUB_TOKEN_PROD, DB_PASSWORD_1
+    r"(?:[_-](?:\d+|prod|production|staging|stage|stg|dev|develop|test|qa|uat|live|base|main|primary"
+    r"|secondary|old|new|current|next|prev|previous|backup|local|ci|value|v\d+))*"
+)
 _ASSIGNED = re.compile(  # matched in the lowercased text: 6 times as fast as (?i)
-    rf"(({_SECRET_NAME})[\"']?\s*(?:=>|:=|[:=])\s*)"
-    r"(\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|\$\{[^}\n]*\}|\{\{[^}\n]*\}\}|[^\s\"'`,;&)}\]]+)"
+    rf"(({_SECRET_NAME}){_QUALIFIER}[\"']?\s*(?:=>|:=|[:=])\s*)"
+    r"(\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|\$\{[^}\n]*\}|\{\{[^}\n]*\}\}|\[[^\]\n]*\]|<[^<>\n]*>"
+    r"|[^\s\"'`,;&]+)"
 )
 _ASSIGNED_ANY_CASE = re.compile(_ASSIGNED.pattern, re.IGNORECASE)
 _NOT_A_VALUE = re.compile(
@@ -180,15 +216,30 @@ def _name_before(text: str, end: int) -> str:
     return text[start:end]
 
 
+_OPENERS = {")": "(", "]": "[", "}": "{"}
+
+
+def _unclosed_tail(value: str) -> int:
+    """Where the closing brackets that end `value` but close nothing in it begin: they close
+    what surrounds the assignment (`[password=abc]`) and stay after the marker."""
+    end = len(value)
+    while end and (closer := value[end - 1]) in _OPENERS:
+        if value.count(closer, 0, end) <= value.count(_OPENERS[closer], 0, end):
+            break
+        end -= 1
+    return end
+
+
 def _assigned(text: str, match: re.Match[str]) -> str | None:
     """The replacement of a secret-named key's value, None to keep it; `match` spans `text`."""
     key_end, value = match.end(1), text[match.start(3) : match.end(3)]
     quote = value[0] if value[:1] in ("'", '"', "`") else ""
-    inner = value[1:-1] if quote else value
+    tail = "" if quote else value[_unclosed_tail(value) :]
+    inner = value[1:-1] if quote else value[: len(value) - len(tail)]
     name = _name_before(text, match.start()) + match.group(2)
-    if _NOT_A_VALUE.match(inner.strip()) or name.lower() in _NOT_SECRET_NAMES:
+    if not inner or _NOT_A_VALUE.match(inner.strip()) or name.lower() in _NOT_SECRET_NAMES:
         return None
-    return f"{text[match.start() : key_end]}{quote}{MARK}{quote}"
+    return f"{text[match.start() : key_end]}{quote}{MARK}{quote}{tail}"
 
 
 def _redact_assigned(text: str) -> str:
@@ -202,6 +253,20 @@ def _redact_assigned(text: str) -> str:
         if replacement is not None:
             pieces += [text[done : match.start()], replacement]
             done = match.end()
+    return "".join([*pieces, text[done:]])
+
+
+def _redact_prose(text: str) -> str:
+    lowered = text.lower()
+    if not any(verb in lowered for verb in _PROSE_VERBS):
+        return text
+    if len(lowered) != len(text):
+        return _PROSE_ANY_CASE.sub(r"\1[REDACTED]", text)
+    pieces: list[str] = []
+    done = 0
+    for match in _PROSE.finditer(lowered):
+        pieces += [text[done : match.end(1)], MARK]
+        done = match.end()
     return "".join([*pieces, text[done:]])
 
 
@@ -224,4 +289,6 @@ def redact(text: str) -> str:
     for rule in _RULES:
         if any(needle in lowered for needle in rule.needles):
             text = rule.pattern.sub(rule.replacement, text)
-    return _redact_assigned(text) if any(word in lowered for word in _SECRET_WORDS) else text
+    if not any(word in lowered for word in _SECRET_WORDS):
+        return text
+    return _redact_assigned(_redact_prose(text))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from .._errors import Conflict
 from ..stores._base import EntryRecord, EntryStore
+from ._redact_fields import redact_record
 
 __all__ = ["Fingerprint", "TransferReport", "copy_entries", "fingerprint", "same_fingerprint", "verify_copy"]
 
@@ -46,11 +47,16 @@ def same_fingerprint(a: Fingerprint, b: Fingerprint) -> bool:
     return a[1] is None or abs(a[1] - (b[1] or 0)) <= _EXPIRY_TOLERANCE_SECONDS
 
 
-async def verify_copy(source: EntryStore, target: EntryStore) -> list[str]:
-    """Ids whose record in `target` differs from `source` (or is missing there)."""
+def _copied(record: EntryRecord, redact_entries: bool) -> EntryRecord:
+    return redact_record(record) if redact_entries else record
+
+
+async def verify_copy(source: EntryStore, target: EntryStore, *, redact_entries: bool = True) -> list[str]:
+    """Ids whose record in `target` differs from `source`'s (redacted if `redact_entries`,
+    as the copy was) or is missing there."""
     expected: dict[str, Fingerprint] = {}
     async for batch in source.export_records():
-        expected.update((r.id, fingerprint(r)) for r in batch)
+        expected.update((r.id, fingerprint(_copied(r, redact_entries))) for r in batch)
     async for batch in target.export_records():
         for record in batch:
             wanted = expected.get(record.id)
@@ -65,11 +71,13 @@ async def copy_entries(
     *,
     merge: bool,
     progress: Callable[[int], None] = lambda n: None,
+    redact_entries: bool = True,
 ) -> TransferReport:
     """Copy every record of `source` into `target`, then compare both record by record.
 
     Refuses a target that already holds entries unless `merge` is set, in which case
     ids present in both take the source's record and the target's other ids stay.
+    Secrets are redacted on the way unless `redact_entries` is off (the setting).
     """
     if not merge and await _has_records(target):
         raise Conflict(
@@ -78,10 +86,10 @@ async def copy_entries(
         )
     report = TransferReport()
     async for batch in source.export_records():
-        await target.import_records(batch)
+        await target.import_records([_copied(r, redact_entries) for r in batch])
         report.copied += len(batch)
         report.live += sum(1 for r in batch if r.entry is not None)
         report.deleted += sum(1 for r in batch if r.entry is None)
         progress(len(batch))
-    report.mismatched = await verify_copy(source, target)
+    report.mismatched = await verify_copy(source, target, redact_entries=redact_entries)
     return report

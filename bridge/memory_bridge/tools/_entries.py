@@ -117,8 +117,9 @@ async def memory_set(
     else's change: on a mismatch nothing is written and the reply says `conflict`
     with the current revision. Pass a fresh `operation_id` to make retries safe: a
     repeat replays the first outcome instead of writing again. A write without
-    `ttl` makes the entry permanent. Secrets (keys, tokens, passwords) in the title
-    and body are stored as [REDACTED] markers.
+    `ttl` makes the entry permanent. Secrets (keys, tokens, passwords) in the title,
+    body, type, tags, source and project are stored as [REDACTED] markers; an id holding
+    one is refused.
     """
     state = state_of(ctx)
     write = EntryWrite(

@@ -218,7 +218,8 @@ async def save_to_dataset(
     """Create a document, or update the one with the same name in that slot in place.
 
     Use slot knowledge for facts, decisions and conventions; plans and
-    investigations for those. Secrets are redacted before anything is stored.
+    investigations for those. Secrets in the name, the text and the metadata are
+    redacted before anything is stored.
     """
     result = await kn.save_to_dataset(
         _context(ctx), dataset=dataset, name=name, text=text, metadata=_dump(metadata)

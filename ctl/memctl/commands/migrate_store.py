@@ -35,7 +35,11 @@ async def _migrate(
             ) as bar:
                 task = bar.add_task("copy", total=total or None)
                 report = await copy_entries(
-                    source, target, merge=merge, progress=lambda n: bar.advance(task, n)
+                    source,
+                    target,
+                    merge=merge,
+                    progress=lambda n: bar.advance(task, n),
+                    redact_entries=settings.redact_entries,
                 )
             return source.url, target.url, report
         finally:

@@ -26,7 +26,15 @@ async def _restore(
 ) -> RestoreReport:
     async with open_stores(settings) as (entries, knowledge):
         with progress_bars(enabled=show_progress) as progress:
-            return await run_restore(entries, knowledge, archive, mode=mode, scope=scope, progress=progress)
+            return await run_restore(
+                entries,
+                knowledge,
+                archive,
+                mode=mode,
+                scope=scope,
+                progress=progress,
+                redact_entries=settings.redact_entries,
+            )
 
 
 def _restore_into(
