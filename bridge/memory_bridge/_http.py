@@ -74,14 +74,17 @@ class BearerAuth:
         presented = b""
         for key, value in scope.get("headers", ()):
             if key == b"authorization":
-                presented = value
+                presented = bytes(value)
                 break
+        # the scheme is case-insensitive (RFC 9110, 11.1), the token is not
+        scheme, _, credentials = presented.partition(b" ")
+        presented = credentials if scheme.lower() == b"bearer" else b""
         matches = [hmac.compare_digest(presented, token) for token in expected]
-        return any(matches)
+        return any(matches) and bool(presented)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == self.path:
-            expected = [b"Bearer " + token.encode() for token in self._tokens.current()]
+            expected = [token.encode() for token in self._tokens.current()]
             refused = bool(expected) and not self._authorised(scope, expected)
         else:
             refused = False

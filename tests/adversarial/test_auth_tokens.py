@@ -136,3 +136,13 @@ def test_an_empty_bearer_is_refused_by_a_bridge_with_a_token(project: Path) -> N
         for header in ("Bearer ", "Bearer", "", "Bearer  "):
             assert _post_initialize(bridge.base_url, header) == 401
         assert _post_initialize(bridge.base_url, "Bearer real-token-value") == 200
+
+
+def test_the_bearer_scheme_is_case_insensitive_and_the_token_is_not(project: Path) -> None:
+    """RFC 9110 11.1: `bearer`, `BEARER` and `Bearer` name one scheme (issue 32, finding 6)."""
+    env = {"HOME": str(project.parent), "XDG_CONFIG_HOME": str(project.parent / "config")}
+    with http_bridge(project, MEMCTL_AUTH_TOKEN="real-token-value", **env) as bridge:
+        for scheme in ("bearer", "BEARER", "bEaReR"):
+            assert _post_initialize(bridge.base_url, f"{scheme} real-token-value") == 200
+        assert _post_initialize(bridge.base_url, "Bearer REAL-TOKEN-VALUE") == 401
+        assert _post_initialize(bridge.base_url, "Basic real-token-value") == 401
