@@ -5,7 +5,7 @@
       2   ├── ConfigError             settings, options, an inventory or a store URL are wrong
      10   ├── StoreError              a store operation failed (no more specific class)
       7   │   ├── InvalidInput        an argument or input file is wrong: names the field
-      7   │   │   └── LinkRefused     a link stands where memctl would write: left alone
+     16   │   │   └── LinkRefused     a link stands where memctl would write: left alone
       3   │   ├── NotFound            the thing asked for does not exist
       4   │   ├── Conflict            the target holds data that clashes (e.g. restore, no --merge)
       8   │   ├── AccessDenied        the store refused the credentials or permissions
@@ -35,6 +35,7 @@ from memory_bridge import (
     Conflict,
     EmbedderUnavailable,
     InvalidInput,
+    LinkRefused,
     MemctlError,
     MetadataPending,
     NotFound,
@@ -92,6 +93,7 @@ EXIT_CODES: dict[type[MemctlError], tuple[int, str]] = {
     ProviderUnavailable: (13, "the capture LLM could not answer; retrying may help"),
     AnswerInvalid: (14, "the capture LLM's answer is not the JSON asked for"),
     MaintenanceLocked: (15, "another maintenance run of the project holds its lock; nothing was done"),
+    LinkRefused: (16, "a link stands where memctl would write; it was left alone"),
 }
 """Each error class's exit code and what it means: the one table (docs/cli.md shows it)."""
 

@@ -239,7 +239,7 @@ def test_backup_does_not_write_through_a_linked_output(tmp_path: Path, project: 
     archive.symlink_to(victim)
     code, stdout, _ = memctl("backup", "--project", str(project), "-o", str(archive), "--json")
     error = json.loads(stdout)
-    assert code == 7 and error["error"] == "LinkRefused" and str(archive) in error["message"]
+    assert code == 16 and error["error"] == "LinkRefused" and str(archive) in error["message"]
     assert untouched(victim) and archive.is_symlink()
 
 
@@ -252,7 +252,7 @@ def test_restore_does_not_write_config_through_a_link(tmp_path: Path, project: P
     (target / ".memory").mkdir(parents=True, mode=0o700)
     (target / ".memory" / "config.toml").symlink_to(victim)
     code, stdout, _ = memctl("restore", "--project", str(target), "-i", str(archive), "--json")
-    assert code == 7 and json.loads(stdout)["error"] == "LinkRefused"
+    assert code == 16 and json.loads(stdout)["error"] == "LinkRefused"
     assert victim.read_text() == "# precious\n" and stat.S_IMODE(victim.stat().st_mode) == 0o640
     assert (target / ".memory" / "config.toml").is_symlink()
 
@@ -266,7 +266,7 @@ def test_restore_writes_nothing_through_a_linked_memory_folder(
     target.mkdir()
     (target / ".memory").symlink_to(victim.parent)
     code, stdout, _ = memctl("restore", "--project", str(target), "-i", str(archive), "--json")
-    assert code == 7 and json.loads(stdout)["error"] == "LinkRefused"
+    assert code == 16 and json.loads(stdout)["error"] == "LinkRefused"
     assert untouched(victim)
 
 
@@ -311,7 +311,7 @@ def test_init_does_not_create_its_config_through_a_dangling_link(tmp_path: Path,
     (workspace / ".memory").mkdir(parents=True, mode=0o700)
     (workspace / ".memory" / "config.toml").symlink_to(victim.parent / "planted.toml")
     code, stdout, _ = memctl("init", "--project", str(workspace), "--json")
-    assert code == 7 and json.loads(stdout)["error"] == "LinkRefused"
+    assert code == 16 and json.loads(stdout)["error"] == "LinkRefused"
     assert untouched(victim) and (workspace / ".memory" / "config.toml").is_symlink()
 
 
