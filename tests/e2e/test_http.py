@@ -157,10 +157,16 @@ async def test_bearer_token_guards_mcp_but_not_health_or_metrics(
         bridge.mcp_url, json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": "Bearer nope"}
     )
     assert wrong.status_code == 401
-    lower = httpx.post(
+    wrong_case_token = httpx.post(
+        bridge.mcp_url,
+        json=INITIALIZE,
+        headers={**MCP_HEADERS, "Authorization": f"Bearer {token.upper()}"},
+    )
+    assert wrong_case_token.status_code == 401
+    lower_scheme = httpx.post(
         bridge.mcp_url, json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"bearer {token}"}
     )
-    assert lower.status_code == 401
+    assert lower_scheme.status_code == 200, "the auth scheme is case-insensitive (RFC 9110)"
     assert httpx.get(f"{bridge.base_url}/health").status_code == 200
     assert httpx.get(f"{bridge.base_url}/metrics").status_code == 200
     headers = {"Authorization": f"Bearer {token}"}
