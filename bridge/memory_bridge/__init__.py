@@ -28,6 +28,8 @@ from ._lazy import lazy_attributes as _lazy_attributes
 
 _LAZY = {
     "bound_socket": "._sockets",
+    "caused_by": "._cause",
+    "name_cause": "._cause",
     "check_workspace": "._workspace_root",
     "find_project": "._settings",
     "pin_scope": "._identity",
@@ -57,6 +59,7 @@ _LAZY = {
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
 if _typing.TYPE_CHECKING:
+    from ._cause import caused_by, name_cause
     from ._files import private_dir, private_file, replacing, write_atomically
     from ._identity import pin_scope, pinned_scope, write_scope
     from ._links import open_beneath, set_mode
@@ -89,9 +92,11 @@ __all__ = [
     "StoreUnavailable",
     "bound_socket",
     "build_server",
+    "caused_by",
     "check_workspace",
     "find_project",
     "load_settings",
+    "name_cause",
     "new_token",
     "open_beneath",
     "open_entry_store",

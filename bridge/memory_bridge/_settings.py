@@ -300,6 +300,12 @@ class Settings(BaseSettings):
         ),
         description="History kept per entry.",
     )
+    document_versions_keep: int = Field(
+        0,
+        ge=0,
+        description="Versions kept per knowledge document, newest first (0: every version). The newest is "
+        "always kept, a deletion included.",
+    )
     operation_id_ttl_seconds: int = Field(
         604_800,
         gt=0,

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from memory_bridge import MemctlError
+from memory_bridge import MemctlError, name_cause
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "export": "memctl.commands.markdown:export",
     "flush": "memctl.commands.capture:flush",
     "forget": "memctl.commands.memory:forget",
+    "history": "memctl.commands.history:history",
     "hook": "memctl.commands.capture:hook",
     "import": "memctl.commands.markdown:import_",
     "init": "memctl.commands.init:init",
@@ -41,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "outbox": "memctl.commands.outbox:outbox",
     "projects": "memctl.commands.projects:projects",
     "restore": "memctl.commands.restore:restore",
+    "rollback": "memctl.commands.history:rollback",
     "search": "memctl.commands.memory:search",
     "serve": "memctl.commands.serve:serve",
     "show": "memctl.commands.memory:show",
@@ -64,6 +66,13 @@ class LazyGroup(click.Group):
             from ._output import render_error, wants_json
 
             ctx.exit(render_error(error, as_json=wants_json(ctx)))
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        name_cause(f"memctl {name}")  # the version log names the command behind each change
+        return name, command, rest
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

@@ -39,6 +39,15 @@ _LAZY = {
     "backup": "._backup",
     "restore": "._backup",
     "Freshness": "._freshness",
+    "HistoryTarget": "._item_history",
+    "history_of": "._item_history",
+    "history_target": "._item_history",
+    "rollback_to": "._item_history",
+    "deleted_documents": "._document_history",
+    "document_history": "._document_history",
+    "locate_document": "._document_history",
+    "rollback_document": "._document_history",
+    "version_lines": "._document_history",
     "DocumentItem": "._items",
     "EntryItem": "._items",
     "Item": "._items",
@@ -81,7 +90,15 @@ if _typing.TYPE_CHECKING:
     from ._backup import RestoreMode, RestoreReport, backup, restore
     from ._compact import COMPACT_EXIT_CODES, CompactReport, compact_entries, strip_backlinks, undo_compaction
     from ._consolidate import Candidates, consolidate_memory, slot_candidates
+    from ._document_history import (
+        deleted_documents,
+        document_history,
+        locate_document,
+        rollback_document,
+        version_lines,
+    )
     from ._freshness import Freshness
+    from ._item_history import HistoryTarget, history_of, history_target, rollback_to
     from ._items import (
         DocumentItem,
         EntryItem,
@@ -137,6 +154,7 @@ __all__ = [
     "DocumentItem",
     "EntryItem",
     "Freshness",
+    "HistoryTarget",
     "Item",
     "ItemStores",
     "Judge",
@@ -160,15 +178,20 @@ __all__ = [
     "content_digest",
     "copy_entries",
     "cron_health",
+    "deleted_documents",
+    "document_history",
     "error_signature",
     "find_item",
     "flag_similar",
     "forget_item",
+    "history_of",
+    "history_target",
     "item_versions",
     "iter_items",
     "last_success_at",
     "lesson_name",
     "list_lessons",
+    "locate_document",
     "maintain_dir",
     "migrate",
     "plan_migrations",
@@ -176,7 +199,9 @@ __all__ = [
     "redact",
     "restore",
     "retire",
+    "rollback_document",
     "rollback_item",
+    "rollback_to",
     "run_llm_passes",
     "run_passes",
     "save_item",
@@ -188,4 +213,5 @@ __all__ = [
     "undo_changes",
     "undo_compaction",
     "user_version",
+    "version_lines",
 ]

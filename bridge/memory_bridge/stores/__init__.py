@@ -19,6 +19,8 @@ _LAZY = {
     "KnowledgeStore": "._knowledge",
     "SearchMode": "._knowledge",
     "SearchPage": "._knowledge",
+    "VersionedKnowledgeStore": "._versioned",
+    "document_versions_path": "._url",
     "dify_outbox_path": "._url",
     "entry_store_scheme": "._url",
     "make_embedder": "._url",
@@ -34,6 +36,7 @@ if _typing.TYPE_CHECKING:
     from ._knowledge import DocMetadata, Document, KnowledgeFilter, KnowledgeStore, SearchMode, SearchPage
     from ._url import (
         dify_outbox_path,
+        document_versions_path,
         entry_store_scheme,
         make_embedder,
         open_entry_store,
@@ -41,6 +44,7 @@ if _typing.TYPE_CHECKING:
         open_stores,
         sqlite_path,
     )
+    from ._versioned import VersionedKnowledgeStore
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
 
@@ -56,7 +60,9 @@ __all__ = [
     "KnowledgeStore",
     "SearchMode",
     "SearchPage",
+    "VersionedKnowledgeStore",
     "dify_outbox_path",
+    "document_versions_path",
     "entry_store_scheme",
     "make_embedder",
     "open_entry_store",

@@ -13,12 +13,15 @@ from .._settings import Settings
 from ..search._embed import LazyEmbedder
 from ._base import EntryStore
 from ._knowledge import KnowledgeStore
+from ._version_log import VersionLog
+from ._versioned import VersionedKnowledgeStore, keep_versions
 
 if TYPE_CHECKING:  # httpx loads with the Dify store, not with every bridge (stdio start stays fast)
     import httpx
 
 __all__ = [
     "dify_outbox_path",
+    "document_versions_path",
     "entry_store_scheme",
     "make_embedder",
     "open_dify_store",
@@ -94,16 +97,41 @@ def make_embedder(settings: Settings) -> LazyEmbedder | None:
     return lazy_minilm(settings.embedding_threads, int8_cache=cache)
 
 
-def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = None) -> KnowledgeStore:
-    """Open the knowledge store the settings name (creating and migrating it if needed)."""
+def document_versions_path(settings: Settings) -> Path:
+    """Where the version log of the knowledge store's documents lives: beside the embedded
+    store's file, or in the project's `.memory/` for Dify."""
     url = settings.knowledge_store
+    if url.startswith("dify+"):
+        return settings.memory_dir / "dify-versions.db"
+    return sqlite_path(settings, url, _KNOWLEDGE_DB).with_name("knowledge-versions.db")
+
+
+def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = None) -> VersionedKnowledgeStore:
+    """Open the knowledge store the settings name (creating and migrating it if needed),
+    recording every document change in its version log."""
+    _knowledge_scheme(settings.knowledge_store)  # an unsupported store is named before anything opens
+    log = VersionLog(document_versions_path(settings))
+    try:
+        store = _open_knowledge_store(settings, embedder)
+    except BaseException:
+        log.close()
+        raise
+    return keep_versions(store, log, keep=settings.document_versions_keep)
+
+
+def _knowledge_scheme(url: str) -> str:
     scheme = urlsplit(url).scheme or url
-    if scheme in ("dify+https", "dify+http"):
-        return open_dify_store(settings)
-    if scheme != "sqlite":
+    if scheme not in ("dify+https", "dify+http", "sqlite"):
         raise ConfigError(
             f"knowledge store scheme {scheme!r} is not supported; use sqlite, sqlite:///path or dify+https://host/v1"
         )
+    return scheme
+
+
+def _open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None) -> KnowledgeStore:
+    url = settings.knowledge_store
+    if _knowledge_scheme(url) != "sqlite":
+        return open_dify_store(settings)
     from .sqlite._knowledge import SqliteKnowledgeStore
     from .sqlite._knowledge_ranking import Ranking
 
@@ -154,7 +182,7 @@ def dify_outbox_path(settings: Settings) -> Path:
 
 
 @asynccontextmanager
-async def open_stores(settings: Settings) -> AsyncIterator[tuple[EntryStore, KnowledgeStore]]:
+async def open_stores(settings: Settings) -> AsyncIterator[tuple[EntryStore, VersionedKnowledgeStore]]:
     """Both stores the settings name, each closed when the block ends (the entry store also
     when the knowledge store cannot be opened)."""
     entries = open_entry_store(settings)

@@ -9,8 +9,9 @@ from typing import Annotated, Any, Literal
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core import _absorb, _audit, _consolidate, _runlog
+from ..core import _absorb, _audit, _consolidate, _document_history, _runlog
 from ..core import _knowledge as kn
+from ..core._fence import fence
 from ..core._freshness import Freshness
 from ..core._knowledge import AtomType
 from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
@@ -20,6 +21,8 @@ from ._results import (
     ConsolidateResult,
     CreateDatasetResult,
     CronHealthResult,
+    DocumentHistoryResult,
+    DocumentRollbackResult,
     DocumentStatusResult,
     LessonResult,
     ListDatasetsResult,
@@ -313,6 +316,61 @@ async def enable_document(ctx: ToolContext, dataset: Dataset, documentId: Docume
     """Make a disabled document searchable again."""
     result = await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "enable")
     return DocumentStatusResult.model_validate(result)
+
+
+VersionNumber = Annotated[int, Field(ge=1, le=2**62)]
+
+
+@tool("Show a document's history", READ_ONLY)
+async def document_history(
+    ctx: ToolContext,
+    dataset: Dataset,
+    documentId: Annotated[
+        str | None, Field(min_length=1, max_length=200, description="The document's id (a deleted one too).")
+    ] = None,
+    name: Annotated[str | None, Field(min_length=1, max_length=180, description="Or its name.")] = None,
+    limit: Annotated[int, Field(ge=1, le=200, description="How many versions, newest first.")] = 10,
+    before: Annotated[VersionNumber | None, Field(description="Only versions older than this one.")] = None,
+) -> DocumentHistoryResult:
+    """Every version of a knowledge document, newest first, deleted documents included.
+
+    Each version is the document's whole state after one change (text, metadata, enabled,
+    maintenance marks), with when, what changed and the tool or command that changed it.
+    Roll back with document_rollback."""
+    store = state_of(ctx).knowledge
+    slot, doc = await _document_history.locate_document(store, dataset, document_id=documentId, name=name)
+    result = await _document_history.document_history(store, slot, doc, limit=limit, before=before)
+    for version in result["versions"]:
+        version["text"] = fence(version["text"], f"{slot}/{doc} version {version['version']}")
+    return DocumentHistoryResult.model_validate(result)
+
+
+@tool("Roll a document back", DESTRUCTIVE)
+async def document_rollback(
+    ctx: ToolContext,
+    dataset: Dataset,
+    version: Annotated[VersionNumber, Field(description="The version to bring back (document_history's).")],
+    documentId: Annotated[
+        str | None, Field(min_length=1, max_length=200, description="The document's id (a deleted one too).")
+    ] = None,
+    name: Annotated[str | None, Field(min_length=1, max_length=180, description="Or its name.")] = None,
+    expected_version: Annotated[
+        VersionNumber | None,
+        Field(description="The newest version you saw; nothing is written if the document changed since."),
+    ] = None,
+) -> DocumentRollbackResult:
+    """Bring a document back to an earlier version; also brings back a deleted document.
+
+    The roll-back is itself a new version, so it can be rolled back too."""
+    state = state_of(ctx)
+    slot, doc = await _document_history.locate_document(
+        state.knowledge, dataset, document_id=documentId, name=name
+    )
+    result = await _document_history.rollback_document(
+        state.knowledge, slot, doc, version, expected_version=expected_version
+    )
+    state.metrics.write_total.inc()
+    return DocumentRollbackResult.model_validate(result)
 
 
 @tool("Audit memory", READ_ONLY, name="audit_memory")

@@ -23,6 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
+from .._cause import caused_by
 from .._errors import StoreError, StoreUnavailable
 from ._arguments import keep_text
 from ._state import AppState, ToolContext, state_of
@@ -110,7 +111,7 @@ def _errors_as_results(spec: ToolSpec) -> ToolFn:
         state: AppState = state_of(ctx)
         timeout = state.settings.tool_timeout_seconds
         try:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(timeout), caused_by(f"tool {spec.name}"):
                 return await spec.fn(**kwargs)
         except StoreError as exc:
             if isinstance(exc, StoreUnavailable):

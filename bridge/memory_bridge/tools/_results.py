@@ -22,6 +22,8 @@ __all__ = [
     "CreateDatasetResult",
     "CronHealthResult",
     "DeleteResult",
+    "DocumentHistoryResult",
+    "DocumentRollbackResult",
     "DocumentStatusResult",
     "EntryPageResult",
     "GetResult",
@@ -295,6 +297,48 @@ class DocumentStatusResult(ToolResult):
     slot: str
     documentId: str
     result: Literal["deleted", "disabled", "enabled"]
+
+
+class DocumentVersionModel(ToolResult):
+    """One version of a document: its whole state after a change."""
+
+    version: int = Field(description="1 for the first version, one more per change.")
+    documentId: str
+    change: Literal["created", "updated", "enabled", "disabled", "marked", "deleted", "restored", "found"] = (
+        Field(
+            description="`found`: a state the store held that no recorded change explains (written before "
+            "versions were kept, or outside memctl)."
+        )
+    )
+    deleted: bool = Field(description="A tombstone: the document was deleted; its last state is kept.")
+    at: str = Field(description="When, ISO 8601 in UTC.")
+    cause: str = Field(description="The tool or command that made the change.")
+    operation_id: str
+    restored_from: int | None = Field(description="A roll-back: the version it brought back.")
+    enabled: bool
+    metadata: Metadata
+    marks: dict[str, str]
+    text: str = Field(description="The document's text at this version, fenced as untrusted data.")
+
+
+class DocumentHistoryResult(ToolResult):
+    slot: str
+    name: str
+    latest_version: int
+    deleted: bool = Field(description="True when the newest version is a deletion.")
+    count: int
+    versions: list[DocumentVersionModel]
+    next_before: int | None = Field(description="Pass as `before` for older versions; null at the first.")
+
+
+class DocumentRollbackResult(ToolResult):
+    ok: bool
+    slot: str
+    name: str
+    documentId: str
+    version: int = Field(description="The new version the roll-back wrote.")
+    restored_from: int
+    undeleted: bool = Field(description="True when the document had been deleted and is back.")
 
 
 class Finding(ToolResult):

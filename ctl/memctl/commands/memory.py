@@ -275,9 +275,9 @@ def edit(ref: str, project: Path | None, as_json: bool) -> None:
 def forget(ref: str, disable: bool, yes: bool, project: Path | None, as_json: bool) -> None:
     """Delete an entry or a document, or disable a document, after confirmation.
 
-    A deleted entry keeps its history (memory_rollback can bring it back); a deleted
-    document is gone; a disabled one stays but no search finds it. Without a terminal to
-    ask on (or with --json), --yes is required.
+    A deleted item keeps its history: `memctl history REF` shows it and `memctl rollback
+    REF --to VERSION` brings it back. A disabled document stays but no search finds it.
+    Without a terminal to ask on (or with --json), --yes is required.
 
     \b
     Example:

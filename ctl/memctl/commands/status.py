@@ -13,7 +13,7 @@ from rich.table import Table
 
 from memory_bridge import ConfigError, Settings, StoreError
 from memory_bridge.core import cron_health
-from memory_bridge.stores import EntryStore, KnowledgeStore, open_stores
+from memory_bridge.stores import EntryStore, KnowledgeStore, VersionedKnowledgeStore, open_stores
 from memory_bridge.stores.dify import DurableKnowledgeStore
 
 from .._containers import bridge_container
@@ -60,6 +60,10 @@ async def components(settings: Settings, entries: EntryStore, knowledge: Knowled
         "last_compile_attempted": state.get("last_attempted_date"),
     }
     report["maintenance"] = maintenance_status(settings.project)
+    if isinstance(knowledge, VersionedKnowledgeStore):
+        versions, documents = await knowledge.log.size()
+        report["document_versions"] = {"versions": versions, "documents": documents}
+        knowledge = knowledge.inner
     if isinstance(knowledge, DurableKnowledgeStore):
         report["outbox"] = dict(await knowledge.outbox.status())
     return report

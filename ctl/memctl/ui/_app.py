@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memory_bridge import Conflict, InvalidInput, MemctlError, NotFound, Settings
+from memory_bridge import Conflict, InvalidInput, MemctlError, NotFound, Settings, caused_by
 from memory_bridge.core import ItemStores
 
 from .._lookup import item_stores
@@ -132,7 +132,8 @@ class _App:
                 view.values = _values(request, path, form)
                 if write and not _genuine(request, form, csrf):
                     return _forbidden(_FORGED)
-                return await handler(view)
+                with caused_by(f"web view {path}"):
+                    return await handler(view)
             except MemctlError as error:
                 status = next((code for kind, code in _STATUS.items() if isinstance(error, kind)), 503)
                 return view.page("error.html.j2", status, title=type(error).__name__, message=str(error))

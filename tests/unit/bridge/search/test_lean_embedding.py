@@ -33,7 +33,7 @@ async def test_entries_and_knowledge_share_one_model(tmp_path: Path) -> None:
     settings = Settings(project=tmp_path, embedding_model="minilm")
     async with open_state(settings) as state:
         entry_model = state.store._semantic.embedder  # type: ignore[attr-defined]
-        assert entry_model is state.knowledge.embedder  # type: ignore[attr-defined]
+        assert entry_model is state.knowledge.inner.embedder  # type: ignore[attr-defined]
 
 
 class Recorder:

@@ -73,7 +73,7 @@ def test_the_adaptive_fusion_of_the_bundled_model_ranks_as_weighted_with_an_endp
     # adaptive's cosine marks (0.4, 0.7) are MiniLM's scale; another model's cosines sit elsewhere
     for url, fusion in ((None, "adaptive"), ("http://127.0.0.1:9/v1", "weighted")):
         settings = load_settings(project=tmp_path, embedding_url=url, search_fusion="adaptive")
-        assert open_knowledge_store(settings).ranking.fusion == fusion
+        assert open_knowledge_store(settings).inner.ranking.fusion == fusion  # type: ignore[attr-defined]
 
 
 async def test_an_unreachable_endpoint_degrades_to_keywords(tmp_path: Path) -> None:

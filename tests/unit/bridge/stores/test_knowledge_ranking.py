@@ -72,7 +72,7 @@ def test_settings_reach_the_embedded_store(tmp_path: Path) -> None:
         search_prefix_min=4,
         search_second_hop=False,
     )
-    store = open_knowledge_store(settings)
+    store = open_knowledge_store(settings).inner  # the embedded store under its version log
     assert isinstance(store, SqliteKnowledgeStore)
     assert store.ranking.fusion == "rrf" and store.ranking.vector_weight == 0.4
     assert store.ranking.prefix_min == 4 and not store.ranking.second_hop

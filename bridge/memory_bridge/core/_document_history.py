@@ -1,0 +1,168 @@
+"""Documents' history as the tools, the CLI and the web view show it: every version of a
+document (deleted ones included), and rolling a document back to any of them.
+
+A document is named by its slot and name (its id changes when a deleted document is saved
+again; the history does not). Times are ISO 8601 in UTC.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from .._errors import InvalidInput, NotFound, StoreFailed
+from ..stores._knowledge import KnowledgeStore
+from ..stores._version_log import DocumentVersion
+from ..stores._versioned import VersionedKnowledgeStore
+from ._knowledge import resolve_slot
+
+__all__ = [
+    "deleted_documents",
+    "document_history",
+    "locate_document",
+    "rollback_document",
+    "version_lines",
+    "versioned",
+]
+
+
+def versioned(store: KnowledgeStore) -> VersionedKnowledgeStore:
+    """The store's version log, or an error when it was opened without one."""
+    if not isinstance(store, VersionedKnowledgeStore):
+        raise StoreFailed(
+            "this knowledge store was opened without its version log; open it with open_knowledge_store",
+            operation="history",
+        )
+    return store
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
+async def locate_document(
+    store: KnowledgeStore, dataset: str | None, *, document_id: str | None = None, name: str | None = None
+) -> tuple[str, str]:
+    """The slot and name of a document, live or deleted, from its slot (name or id; may be
+    left out with a document id) and its id or name."""
+    log = versioned(store)
+    slot: str | None = None
+    if dataset is not None:
+        try:
+            slot = await resolve_slot(store, dataset)
+        except InvalidInput:
+            if not await log.log.history(dataset, name or "", limit=1) and document_id is None:
+                raise
+            slot = dataset  # a slot that is gone: its documents' history is still kept
+    if name is not None:
+        if slot is None:
+            raise InvalidInput("dataset", "is needed to find a document by name")
+        return slot, name
+    if document_id is None:
+        raise InvalidInput("documentId", "give the document's id or its name")
+    found = await log.locate(slot, document_id)
+    if found is None or (slot is not None and found[0] != slot):
+        where = f" in slot {slot}" if slot is not None else ""
+        raise NotFound(f"no document {document_id}{where}, live or deleted", operation="history")
+    return found
+
+
+def version_json(v: DocumentVersion, *, with_text: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "version": v.version,
+        "documentId": v.document_id,
+        "change": v.change,
+        "deleted": v.deleted,
+        "at": iso(v.at),
+        "cause": v.cause,
+        "operation_id": v.operation_id,
+        "restored_from": v.restored_from,
+        "enabled": v.state.enabled,
+        "metadata": v.state.metadata.to_dict(),
+        "marks": dict(v.state.marks),
+    }
+    if with_text:
+        out["text"] = v.state.text
+    return out
+
+
+def version_lines(v: DocumentVersion | None) -> list[str]:
+    """A version as lines for a diff: its metadata, state and marks, then its text."""
+    if v is None:
+        return []
+    head = [f"{k}: {json.dumps(val, ensure_ascii=False)}" for k, val in v.state.metadata.to_dict().items()]
+    head.append(f"enabled: {json.dumps(v.state.enabled)}")
+    head += [f"mark {k}: {val}" for k, val in sorted(v.state.marks.items())]
+    if v.deleted:
+        head.append("(deleted)")
+    return [*head, "", *v.state.text.splitlines()]
+
+
+def diff(older: DocumentVersion | None, newer: DocumentVersion) -> str:
+    before = f"version {older.version}" if older is not None else "(nothing)"
+    lines = difflib.unified_diff(
+        version_lines(older), version_lines(newer), before, f"version {newer.version}", lineterm=""
+    )
+    return "\n".join(lines)
+
+
+async def document_history(
+    store: KnowledgeStore,
+    slot: str,
+    name: str,
+    *,
+    limit: int,
+    before: int | None = None,
+    with_diffs: bool = False,
+) -> dict[str, Any]:
+    """A document's versions, newest first: `limit` of them, older than `before` if given.
+    With `with_diffs`, each carries the unified diff from the version before it."""
+    log = versioned(store)
+    versions = await log.history(slot, name, limit=limit + 1, before=before)
+    if not versions:
+        raise NotFound(f"document {slot}/{name} has no recorded versions", operation="history")
+    shown = versions[:limit]
+    out = []
+    for index, version in enumerate(shown):
+        item = version_json(version)
+        if with_diffs:
+            older = versions[index + 1] if index + 1 < len(versions) else None
+            item["diff"] = diff(older, version)
+        out.append(item)
+    newest = shown[0] if before is None else (await log.log.latest(slot, name) or shown[0])
+    return {
+        "slot": slot,
+        "name": name,
+        "latest_version": newest.version,
+        "deleted": newest.deleted,
+        "count": len(out),
+        "versions": out,
+        "next_before": shown[-1].version if len(versions) > limit else None,
+    }
+
+
+async def rollback_document(
+    store: KnowledgeStore, slot: str, name: str, version: int, *, expected_version: int | None
+) -> dict[str, Any]:
+    """Bring `version` back as the document's newest version (undeleting it if deleted);
+    with `expected_version`, only if nobody changed it since that version was the newest."""
+    done = await versioned(store).rollback(slot, name, version, expected=expected_version)
+    return {
+        "ok": True,
+        "slot": slot,
+        "name": name,
+        "documentId": done.version.document_id,
+        "version": done.version.version,
+        "restored_from": done.restored_from,
+        "undeleted": done.undeleted,
+    }
+
+
+async def deleted_documents(store: KnowledgeStore, slot: str | None = None) -> list[dict[str, Any]]:
+    """Documents deleted and not brought back, newest deletion first."""
+    return [
+        {"slot": v.slot, "name": v.name, **version_json(v, with_text=False)}
+        for v in await versioned(store).deleted(slot)
+    ]

@@ -1,0 +1,304 @@
+"""A knowledge store that records every change of a document in a version log, and can bring
+any recorded version back (a deleted document included).
+
+It wraps whichever store the settings name, so every path that writes a document — the
+tools, import, edit, the web view, restore, lesson merges, consolidation, maintenance —
+leaves a version without knowing it. Before a change it records the state the store holds
+if the log does not know it yet (a document from before versions were kept, or one changed
+outside memctl), so the state being replaced is never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from .._errors import Conflict, InvalidInput, NotFound
+from ._knowledge import (
+    MARK_FIELDS,
+    DocMetadata,
+    Document,
+    KnowledgeFilter,
+    KnowledgeStore,
+    SearchMode,
+    SearchPage,
+    SimilarDocuments,
+    SlotInfo,
+    UpsertOutcome,
+)
+from ._version_log import Change, DocumentState, DocumentVersion, VersionLog
+
+__all__ = ["Restored", "VersionedKnowledgeStore", "keep_versions"]
+
+_QUEUED = "queued:"  # the id of a Dify write still waiting in the outbox
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What a roll-back wrote: the new version, and the one it brought back."""
+
+    version: DocumentVersion
+    restored_from: int
+    undeleted: bool
+
+
+class VersionedKnowledgeStore:
+    """`inner` with a version log. `keep` (0: all) thins each document's history to its
+    newest versions as it grows; the newest is always kept."""
+
+    def __init__(self, inner: KnowledgeStore, log: VersionLog, *, keep: int = 0) -> None:
+        self.inner = inner
+        self.url = inner.url
+        self.log = log
+        self.keep = keep
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    def _lock(self, slot: str, name: str) -> asyncio.Lock:
+        return self._locks.setdefault((slot, name), asyncio.Lock())
+
+    async def _append(
+        self,
+        slot: str,
+        name: str,
+        document_id: str,
+        state: DocumentState,
+        change: Change,
+        *,
+        deleted: bool = False,
+        restored_from: int | None = None,
+    ) -> DocumentVersion:
+        return await self.log.append(
+            slot,
+            name,
+            document_id,
+            state,
+            change,
+            deleted=deleted,
+            restored_from=restored_from,
+            keep=self.keep,
+        )
+
+    async def _settle(self, slot: str, name: str, current: Document | None) -> DocumentVersion | None:
+        """Make the log's newest version agree with what the store holds now; returns it."""
+        latest = await self.log.latest(slot, name)
+        if current is None:
+            if latest is not None and not latest.deleted:  # deleted outside memctl
+                return await self._append(slot, name, latest.document_id, latest.state, "found", deleted=True)
+            return latest
+        state = DocumentState.of(current)
+        if latest is None or latest.deleted or not latest.state.same_content(state):
+            return await self._append(slot, name, current.id, state, "found")
+        return latest
+
+    async def _record(
+        self, slot: str, name: str, document_id: str, state: DocumentState, change: Change
+    ) -> None:
+        latest = await self.log.latest(slot, name)
+        if latest is not None and not latest.deleted and latest.state.same(state):
+            return
+        if document_id.startswith(_QUEUED) and latest is not None:
+            document_id = latest.document_id
+        await self._append(slot, name, document_id, state, change)
+
+    # -- writes, each recorded ----------------------------------------------------------------
+
+    async def upsert(
+        self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
+    ) -> UpsertOutcome:
+        async with self._lock(slot, name):
+            before = await self.inner.find(slot, name)
+            await self._settle(slot, name, before)
+            outcome = await self.inner.upsert(slot, name, text, metadata, origin=origin)
+            if outcome.changed:
+                if before is None:
+                    await self._record(
+                        slot, name, outcome.document_id, DocumentState(text, metadata), "created"
+                    )
+                else:
+                    state = replace(DocumentState.of(before), text=text, metadata=metadata)
+                    await self._record(slot, name, outcome.document_id, state, "updated")
+            return outcome
+
+    async def _named(self, slot: str, document_id: str) -> Document | None:
+        return await self.inner.get(slot, document_id)
+
+    async def set_enabled(self, slot: str, document_id: str, enabled: bool) -> bool:
+        before = await self._named(slot, document_id)
+        if before is None:
+            return await self.inner.set_enabled(slot, document_id, enabled)
+        async with self._lock(slot, before.name):
+            await self._settle(slot, before.name, before)
+            done = await self.inner.set_enabled(slot, document_id, enabled)
+            if done and before.enabled != enabled:
+                state = replace(DocumentState.of(before), enabled=enabled)
+                await self._record(slot, before.name, before.id, state, "enabled" if enabled else "disabled")
+            return done
+
+    async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
+        before = await self._named(slot, document_id)
+        if before is None:
+            return await self.inner.set_marks(slot, document_id, marks)
+        async with self._lock(slot, before.name):
+            await self._settle(slot, before.name, before)
+            done = await self.inner.set_marks(slot, document_id, marks)
+            if done:
+                state = replace(DocumentState.of(before), marks={**before.marks, **marks})
+                await self._record(slot, before.name, before.id, state, "marked")
+            return done
+
+    async def delete(self, slot: str, document_id: str) -> bool:
+        before = await self._named(slot, document_id)
+        if before is None:
+            return await self.inner.delete(slot, document_id)
+        async with self._lock(slot, before.name):
+            await self._settle(slot, before.name, before)
+            done = await self.inner.delete(slot, document_id)
+            if done:
+                await self._append(
+                    slot, before.name, before.id, DocumentState.of(before), "deleted", deleted=True
+                )
+            return done
+
+    # -- history --------------------------------------------------------------------------------
+
+    async def locate(self, slot: str | None, document_id: str) -> tuple[str, str] | None:
+        """The slot and name of a document id, live or deleted."""
+        if slot is not None and (doc := await self.inner.get(slot, document_id)) is not None:
+            return doc.slot, doc.name
+        return await self.log.named(document_id)
+
+    async def history(
+        self, slot: str, name: str, *, limit: int, before: int | None = None
+    ) -> list[DocumentVersion]:
+        """A document's versions, newest first; the store's current state is recorded first
+        if the log does not know it (so the first call on an old document shows it)."""
+        async with self._lock(slot, name):
+            await self._settle(slot, name, await self.inner.find(slot, name))
+        return await self.log.history(slot, name, limit=limit, before=before)
+
+    async def deleted(self, slot: str | None = None) -> list[DocumentVersion]:
+        return await self.log.deleted(slot)
+
+    async def rollback(self, slot: str, name: str, version: int, *, expected: int | None) -> Restored:
+        """Bring version `version` back as a new version (a deleted document is saved
+        again). With `expected`, nothing is written unless the newest version is that one."""
+        async with self._lock(slot, name):
+            current = await self.inner.find(slot, name)
+            latest = await self._settle(slot, name, current)
+            if latest is None:
+                raise NotFound(f"document {slot}/{name} has no recorded versions", operation="rollback")
+            if expected is not None and latest.version != expected:
+                raise Conflict(
+                    f"document {slot}/{name} is at version {latest.version}, not {expected}: someone "
+                    "changed it since you read its history; read it again and retry",
+                    operation="rollback",
+                )
+            target = await self.log.get(slot, name, version)
+            if target is None:
+                raise NotFound(
+                    f"document {slot}/{name} has no version {version} (versions 1..{latest.version}"
+                    f"{', older ones thinned' if self.keep else ''})",
+                    operation="rollback",
+                )
+            if target.deleted:
+                raise InvalidInput(
+                    "version", f"version {version} of {slot}/{name} is its deletion; pick a version before it"
+                )
+            document_id = await self._write_state(slot, name, target.state, current)
+            new = await self._append(slot, name, document_id, target.state, "restored", restored_from=version)
+            return Restored(new, version, undeleted=current is None)
+
+    async def _write_state(self, slot: str, name: str, state: DocumentState, current: Document | None) -> str:
+        """Make the store hold `state` for the document; returns its id."""
+        if current is None and slot not in {s.name for s in await self.inner.list_slots()}:
+            await self.inner.create_slot(slot)
+        document_id = current.id if current is not None else ""
+        if current is None or not DocumentState.of(current).same_content(state):
+            outcome = await self.inner.upsert(slot, name, state.text, state.metadata, origin="rollback")
+            document_id = outcome.document_id
+        if document_id.startswith(_QUEUED):
+            return document_id  # Dify is down: the save waits in the outbox, the rest with it
+        enabled = current.enabled if current is not None else True
+        if enabled != state.enabled:
+            await self.inner.set_enabled(slot, document_id, state.enabled)
+        have = dict(current.marks) if current is not None else {}
+        marks = {k: state.marks.get(k, "") for k in MARK_FIELDS if have.get(k, "") != state.marks.get(k, "")}
+        if marks:
+            await self.inner.set_marks(slot, document_id, marks)
+        return document_id
+
+    # -- everything else is the store's --------------------------------------------------------
+
+    async def list_slots(self) -> list[SlotInfo]:
+        return await self.inner.list_slots()
+
+    async def create_slot(self, name: str, description: str = "") -> tuple[SlotInfo, bool]:
+        return await self.inner.create_slot(name, description)
+
+    async def get(self, slot: str, document_id: str) -> Document | None:
+        return await self.inner.get(slot, document_id)
+
+    async def find(self, slot: str, name: str) -> Document | None:
+        return await self.inner.find(slot, name)
+
+    async def list_documents(self, slot: str, *, offset: int, limit: int) -> tuple[list[Document], int]:
+        return await self.inner.list_documents(slot, offset=offset, limit=limit)
+
+    async def search(
+        self,
+        slots: list[str],
+        query: str,
+        flt: KnowledgeFilter,
+        *,
+        top_k: int,
+        score_threshold: float | None,
+        mode: SearchMode = "hybrid",
+    ) -> SearchPage:
+        return await self.inner.search(
+            slots, query, flt, top_k=top_k, score_threshold=score_threshold, mode=mode
+        )
+
+    async def stamp_recalls(
+        self, slot: str, document_ids: Sequence[str], *, now: float, window: float
+    ) -> int:
+        return await self.inner.stamp_recalls(slot, document_ids, now=now, window=window)
+
+    async def set_recalls(
+        self, slot: str, document_id: str, *, last_recalled_at: float | None, recall_count: int
+    ) -> bool:
+        return await self.inner.set_recalls(
+            slot, document_id, last_recalled_at=last_recalled_at, recall_count=recall_count
+        )
+
+    async def count(self) -> int:
+        return await self.inner.count()
+
+    async def upkeep(self) -> int:
+        return await self.inner.upkeep()
+
+    async def ping(self) -> None:
+        await self.inner.ping()
+
+    async def close(self) -> None:
+        try:
+            await self.inner.close()
+        finally:
+            self.log.close()
+
+
+class _VersionedSimilar(VersionedKnowledgeStore):
+    """A versioned store whose inner store finds alike documents from its vectors."""
+
+    async def similar_documents(
+        self, slot: str, flt: KnowledgeFilter, *, threshold: float, top_k: int
+    ) -> list[tuple[str, str, float]] | None:
+        assert isinstance(self.inner, SimilarDocuments)
+        return await self.inner.similar_documents(slot, flt, threshold=threshold, top_k=top_k)
+
+
+def keep_versions(inner: KnowledgeStore, log: VersionLog, *, keep: int = 0) -> VersionedKnowledgeStore:
+    """`inner` recording its documents' versions in `log` (finding alike documents if it can)."""
+    if isinstance(inner, SimilarDocuments):
+        return _VersionedSimilar(inner, log, keep=keep)
+    return VersionedKnowledgeStore(inner, log, keep=keep)
