@@ -9,6 +9,7 @@ stderr, or the command's `--json` object), and exits with its class's code
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any
 
@@ -23,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "backup": "memctl.commands.backup:backup",
     "capture": "memctl.commands.capture:capture",
     "compile": "memctl.commands.capture:compile_",
+    "completion": "memctl.commands.completion:completion",
     "dify": "memctl.commands.dify:dify",
     "doctor": "memctl.commands.doctor:doctor",
     "down": "memctl.commands.down:down",
@@ -55,6 +57,16 @@ COMMANDS: dict[str, str] = {
 """Each command's name and where it lives (`module:attribute`)."""
 
 
+def _did_you_mean(name: str) -> str:
+    """The hint after "No such command": the commands spelled closest to `name`, if any."""
+    close = difflib.get_close_matches(name, COMMANDS)
+    if not close:
+        return ""
+    if len(close) == 1:
+        return f" Did you mean {close[0]!r}?"
+    return f" Did you mean one of: {', '.join(map(repr, close))}?"
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported only when used (or listed in --help), and
     which reports any `MemctlError` they raise."""
@@ -76,6 +88,14 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0]
+        if name not in COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            ctx.fail(f"No such command {name!r}.{_did_you_mean(name)}")
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -178,3 +179,12 @@ def test_an_unwritable_output_is_a_clear_error(source: Path, tmp_path: Path) -> 
     result = memctl("backup", "--project", str(source), "-o", str(not_a_directory / "a.tar.gz"), "--json")
     assert result.code == 7 and "cannot write there" in result.json["message"]
     assert not_a_directory.read_text() == "a file, not a directory"
+
+
+def test_backup_progress_ends_at_its_total(source: Path, tmp_path: Path) -> None:
+    """Issue 33: the entries bar ended at 21/20 (the record of a deleted entry was counted
+    against a total of live entries)."""
+    made = memctl("backup", "--project", str(source), "--output", str(tmp_path / "a.tar.gz"))
+    assert made.code == 0, made.stderr
+    bars = {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r"(\w+) \S+ (\d+)/(\d+)", made.stderr)}
+    assert bars == {"entries": (20, 20), "documents": (3, 3)}

@@ -290,6 +290,62 @@ def test_edit_errors(
     assert entry_records(project)["n-000"]["revision"] == 2
 
 
+def test_invalid_edit_reopens_the_editor_with_the_problem_on_top(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33: invalid YAML (or a bad field) ended the edit; the editor now opens again,
+    the problem as comment lines above the user's own text, until the file is valid."""
+    ed, seen = tmp_path_factory.mktemp("ed"), tmp_path_factory.mktemp("seen")
+    body = f"""\
+        seen = pathlib.Path({str(seen)!r})
+        opened = len(list(seen.iterdir()))  # what the editor was shown each time, kept here
+        (seen / f"{{opened}}.md").write_text(text)
+        if opened == 0:
+            path.write_text(text.replace("title: Note n-000", "title: [unclosed"))
+        elif opened == 1:
+            text = text.replace("title: [unclosed", "title: Fixed")
+            path.write_text(text.replace("type: decision", "type: 9"))
+        else:
+            path.write_text(text.replace("type: 9", "type: decision"))
+    """
+    monkeypatch.setenv("EDITOR", editor(ed, body))
+    saved = run(project, "edit", "n-000", "--json")
+    assert saved.code == 0, saved.stdout + saved.stderr
+    assert saved.json["status"] == "updated"
+    second, third = ((seen / f"{n}.md").read_text() for n in (1, 2))
+    assert second.startswith("# memctl did not save this edit:\n") and "not valid YAML" in second
+    assert "title: [unclosed" in second, "the user's own text is kept below the problem"
+    assert third.startswith("# memctl did not save this edit:\n# type: ") and "title: Fixed" in third
+    assert len(list(seen.iterdir())) == 3
+    entry = entry_records(project)["n-000"]
+    assert (
+        entry["entry"]["title"] == "Fixed" and entry["entry"]["type"] == "decision" and entry["revision"] == 3
+    )
+
+
+def test_an_invalid_edit_saved_unchanged_or_emptied_gives_up_and_writes_nothing(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ed = tmp_path_factory.mktemp("ed")
+    monkeypatch.setenv(
+        "EDITOR", editor(ed, "path.write_text(text.replace('type: decision', 'type: 9bad'))\n")
+    )
+    unchanged = run(project, "edit", "n-000", "--json")
+    assert unchanged.code == 7 and unchanged.json["message"].startswith("type:")
+    kept = Path(unchanged.json["message"].rsplit("kept in ", 1)[1])
+    assert "type: 9bad" in kept.read_text()
+    body = """\
+        if text.startswith("#"):
+            path.write_text("# only comments\\n\\n")
+        else:
+            path.write_text(text.replace("type: decision", "type: 9bad"))
+    """
+    monkeypatch.setenv("EDITOR", editor(ed, body))
+    emptied = run(project, "edit", "n-000", "--json")
+    assert emptied.code == 1 and "left empty" in emptied.json["message"]
+    assert entry_records(project)["n-000"]["revision"] == 2
+
+
 # -- forget ----------------------------------------------------------------------------------
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memory_bridge import find_project
+
 from ..bridges import INITIALIZE, MCP_HEADERS, http_bridge
 from .conftest import memctl
 
@@ -81,3 +83,17 @@ def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
     refused = memctl("token", "rotate", "--project", str(tmp_path), "--token-file", str(token_file), "--json")
     assert refused.code == 2 and "chmod 600" in refused.json["message"]
     assert token_in(token_file) == "abc"
+
+
+def test_rotate_outside_a_project_refuses_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33: run where no project is, `token rotate` made a `.memory/` there."""
+    assert find_project(tmp_path) is None
+    monkeypatch.chdir(tmp_path)
+    refused = memctl("token", "rotate", "--json")
+    assert refused.code == 3 and refused.json["error"] == "NotFound"
+    assert "no memctl project" in refused.json["message"] and "--project DIR" in refused.json["message"]
+    assert list(tmp_path.iterdir()) == []
+    named = memctl("token", "rotate", "--project", str(tmp_path), "--json")
+    assert named.code == 0 and Path(named.json["token_file"]) == tmp_path / ".memory" / "bridge.token"

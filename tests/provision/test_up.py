@@ -283,6 +283,11 @@ def test_down_takes_memctl_back_out_and_keeps_the_users_files(tmp_path: Path) ->
     assert purged.returncode == 0 and not (workspace / ".memory").exists()
     assert (workspace / ".gitignore").read_text() == "node_modules/\n", "the block goes with the memory"
 
+    # Issue 33: the help said the block left with the client configs; it says what happened above.
+    told = " ".join(memctl("down", "--help", state=tmp_path / "state").stdout.split())
+    assert "kept, and so is memctl's .gitignore block" in told
+    assert "--purge deletes the memory and takes the block out of .gitignore" in told
+
 
 def test_the_rendered_hooks_run_as_the_client_runs_them(tmp_path: Path) -> None:
     workspace = tmp_path / "app"

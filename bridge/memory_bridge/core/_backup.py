@@ -89,18 +89,29 @@ async def backup(
     source = {"entries": entries.url, "knowledge": knowledge.url, **({"scope": scope} if scope else {})}
     writer = ArchiveWriter(output, source)
     try:
+        # The bars count live entries (what `count` counts; a deleted entry's record, its
+        # history only, rides along uncounted) and documents. Each phase ends by settling
+        # its total on what was written, should anything have come or gone meanwhile.
         total = await entries.count()
         progress("entries", 0, total)
+        live = 0
         async for batch in entries.export_records():
             writer.add_entries(batch)
-            progress("entries", len(batch), total)
+            now_live = sum(1 for record in batch if record.entry is not None)
+            live += now_live
+            progress("entries", now_live, max(total, live))
+        progress("entries", 0, live)
         slots = await knowledge.list_slots()
-        progress("documents", 0, sum(s.document_count for s in slots))
+        total = sum(s.document_count for s in slots)
+        progress("documents", 0, total)
+        written = 0
         for slot in slots:
             writer.slots.append({"name": slot.name, "description": slot.description})
             for doc in await _documents(knowledge, slot.name):
                 writer.add_document(_archived(doc))
-                progress("documents", 1, None)
+                written += 1
+                progress("documents", 1, max(total, written))
+        progress("documents", 0, written)
     except BaseException:
         writer.discard()
         raise

@@ -5,15 +5,23 @@ The SDK parses a string argument as JSON whenever its parameter is not annotated
 became None and `'["a"]'` a list: `memory_search(query="null")` listed
 every entry, and evidence that looked like JSON was refused. Here that parsing applies only
 to parameters that cannot take the string as it is.
+
+Arguments that do not fit the schema are answered as the tool's error result, the
+`{"error": ...}` object its store errors get, with one sentence per field
+(`_invalid.describe_invalid`) instead of the SDK's raw pydantic text.
 """
 
 from __future__ import annotations
 
 import types
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, ValidationError
+
+from ._invalid import describe_invalid
+from ._results import error_result
 
 __all__ = ["TextKeptArguments", "keep_text"]
 
@@ -31,8 +39,14 @@ def _takes_text(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, str)
 
 
+_INVALID = "\x00invalid"
+"""The key under which `validate_arguments` hands `call_fn` what was wrong (no argument
+name can hold a NUL)."""
+
+
 class TextKeptArguments(FuncMetadata):
-    """The SDK's argument handling, except that a string sent for a text parameter is kept."""
+    """The SDK's argument handling, except that a string sent for a text parameter is kept,
+    and arguments that fail validation are answered as an error result naming each field."""
 
     _text_keys: frozenset[str] = PrivateAttr(default=frozenset())
 
@@ -50,6 +64,23 @@ class TextKeptArguments(FuncMetadata):
             if isinstance(value, str) and key in self._text_keys:
                 parsed[key] = value
         return parsed
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return super().validate_arguments(arguments_to_validate)
+        except ValidationError as exc:
+            return {_INVALID: describe_invalid(exc, self.arg_model)}
+
+    async def call_fn(
+        self,
+        fn: Callable[..., Any | Awaitable[Any]],
+        fn_is_async: bool,
+        arguments: dict[str, Any],
+        arguments_to_pass_directly: dict[str, Any] | None = None,
+    ) -> Any:
+        if _INVALID in arguments:
+            return error_result(arguments[_INVALID])
+        return await super().call_fn(fn, fn_is_async, arguments, arguments_to_pass_directly)
 
 
 def keep_text(metadata: FuncMetadata) -> TextKeptArguments:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,11 +20,12 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import ToolAnnotations
 
 from .._cause import caused_by
 from .._errors import StoreError, StoreUnavailable
 from ._arguments import keep_text
+from ._results import error_result
 from ._state import AppState, ToolContext, state_of
 
 __all__ = [
@@ -86,12 +86,6 @@ class ToolSet:
             return fn
 
         return record
-
-
-def error_result(message: str) -> CallToolResult:
-    """memory-mcp's in-band error object (compact JSON), flagged as an error result."""
-    text = json.dumps({"error": message}, separators=(",", ":"), ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 def _timeout_message(name: str, timeout: float, annotations: ToolAnnotations) -> str:

@@ -11,8 +11,10 @@ puts them.
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any, Literal
 
+from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "SlotRef",
     "ToolResult",
     "WriteResult",
+    "error_result",
 ]
 
 
@@ -489,3 +492,9 @@ class CronHealthResult(ToolResult):
     recent: list[dict[str, Any]]
     escalations: list[dict[str, Any]]
     openEscalations: int
+
+
+def error_result(message: str) -> CallToolResult:
+    """memory-mcp's in-band error object (compact JSON), flagged as an error result."""
+    text = json.dumps({"error": message}, separators=(",", ":"), ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

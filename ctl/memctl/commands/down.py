@@ -48,12 +48,14 @@ def down(
 ) -> None:
     """Unregister memory from a project's MCP clients (or every project of an inventory).
 
-    Runs memctl's teardown playbook: memctl's server entries, hooks and .gitignore block
-    leave the client configs (your own entries stay), and the skills and rules memctl
-    wrote are deleted unless you edited them. A stack project's bridge container is
-    stopped and removed; the machine's shared Valkey, Dify and network stop with the last
-    stack project on it (or with --stack). The memory (.memory/, and a stack project's
-    keys in Valkey) is kept; --purge deletes it too, after asking (or with --yes).
+    Runs memctl's teardown playbook: memctl's server entries and hooks leave the client
+    configs (your own entries stay), and the skills and rules memctl wrote are deleted
+    unless you edited them. A stack project's bridge container is stopped and removed;
+    the machine's shared Valkey, Dify and network stop with the last stack project on it
+    (or with --stack). The memory (.memory/, and a stack project's keys in Valkey) is
+    kept, and so is memctl's .gitignore block, which keeps .memory/ out of git; --purge
+    deletes the memory and takes the block out of .gitignore too, after asking (or with
+    --yes).
 
     \b
     Example:

@@ -23,11 +23,20 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from memory_bridge import ConfigError, Conflict, InvalidInput, MemctlError, Settings, write_atomically
+from memory_bridge import (
+    ConfigError,
+    Conflict,
+    InvalidInput,
+    LinkRefused,
+    MemctlError,
+    Settings,
+    write_atomically,
+)
 from memory_bridge.core import (
     EntryItem,
     Item,
     ItemStores,
+    SaveOutcome,
     content_digest,
     find_item,
     forget_item,
@@ -210,6 +219,42 @@ def _run_editor(editor: list[str], path: Path) -> None:
         )
 
 
+def _with_problem(problem: str, text: str) -> str:
+    """`text` again, under `problem` and what to do about it as `#` lines."""
+    lines = [
+        "memctl did not save this edit:",
+        *problem.splitlines(),
+        "Fix it and save to try again; save it unchanged, or empty the file, to give up.",
+        "(The # lines above the first --- are dropped.)",
+    ]
+    return "".join(f"# {line}\n" for line in lines) + text
+
+
+def _without_problem(text: str) -> str:
+    """`text` without the `#` lines above its front matter (an item file starts with ---)."""
+    lines = text.splitlines(keepends=True)
+    first = next((n for n, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    return "".join(lines[first:])
+
+
+def _save_edit(settings: Settings, item: Item, text: str, where: str) -> SaveOutcome:
+    """Save the edited file's `text` over `item`; `InvalidInput` if the file or a field is wrong."""
+    edited = parse_item(text, where)
+    info = item.info()
+    if edited.kind != info["kind"] or any(info[k] != v for k, v in edited.identity.items()):
+        raise InvalidInput(where, f"the item's identity cannot change in an edit (it is {item.ref})")
+    return _with_stores(
+        settings,
+        lambda s: save_item(
+            s,
+            item,
+            edited.content,
+            base_digest=content_digest(item.content()),
+            base_revision=item.revision if isinstance(item, EntryItem) else None,
+        ),
+    )
+
+
 @click.command()
 @click.argument("ref", metavar="ID|NAME")
 @project_option
@@ -219,8 +264,11 @@ def edit(ref: str, project: Path | None, as_json: bool) -> None:
 
     The editor opens the item as markdown: front matter (title, type, tags, ... for an
     entry; enabled and metadata for a document) and the text below it. Saving unchanged
-    text writes nothing. If an agent changed the item while you were editing, nothing is
-    written: the error (exit 4) names what differs and the file your edit is kept in.
+    text writes nothing. If the file is not valid (its YAML, or a field), the editor
+    opens again with the problem as # lines above your text; saving it unchanged gives
+    up (exit 7), emptying it gives up too (exit 1): nothing is written either way. If an
+    agent changed the item while you were editing, nothing is written: the error (exit
+    4) names what differs and the file your edit is kept in.
 
     \b
     Example:
@@ -233,21 +281,28 @@ def edit(ref: str, project: Path | None, as_json: bool) -> None:
     folder = Path(tempfile.mkdtemp(prefix="memctl-edit-"))  # 0700
     path = folder / relative_path(item).name
     write_atomically(path, render_item(item), mode=0o600)
-    _run_editor(editor, path)
-    edited = parse_item(read_text(path), str(path))
-    info = item.info()
-    if edited.kind != info["kind"] or any(info[k] != v for k, v in edited.identity.items()):
-        raise InvalidInput(str(path), f"the item's identity cannot change in an edit (it is {item.ref})")
-    outcome = _with_stores(
-        settings,
-        lambda s: save_item(
-            s,
-            item,
-            edited.content,
-            base_digest=content_digest(item.content()),
-            base_revision=item.revision if isinstance(item, EntryItem) else None,
-        ),
-    )
+    problem: InvalidInput | None = None
+    tried = ""  # the text `problem` is about
+    while True:
+        _run_editor(editor, path)
+        text = _without_problem(read_text(path))
+        if not text.strip():
+            shutil.rmtree(folder)
+            raise MemctlError("edit given up: the file was left empty, so nothing was saved")
+        if problem is not None and text == tried:
+            raise InvalidInput(
+                problem.field,
+                f"{problem.problem}; the file was saved unchanged, so nothing was saved: "
+                f"your text is kept in {path}",
+            )
+        try:
+            outcome = _save_edit(settings, item, text, str(path))
+            break
+        except LinkRefused:
+            raise
+        except InvalidInput as exc:
+            problem, tried = exc, text
+            write_atomically(path, _with_problem(str(exc), text), mode=0o600)
     if outcome.status == "conflict":
         raise Conflict(
             f"{outcome.detail}; it now differs from your edit in: {', '.join(outcome.differs)}. "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from memory_bridge import load_settings, rotate_token
+from memory_bridge import NotFound, find_project, load_settings, rotate_token
 
 from .._options import Duration, project_option
 from .._output import console, emit_json, json_option
@@ -50,6 +50,8 @@ def rotate_command(
     and keeps accepting the replaced one until the grace period ends, so clients can
     switch over without an outage. Replaced tokens and the end of their grace are kept
     in `<token file>.previous` (mode 0600). With no token file yet, one is created.
+    Outside a project (no `.memory/` here or above) it refuses unless --project or
+    --token-file names where the token belongs.
 
     \b
     Example:
@@ -57,7 +59,15 @@ def rotate_command(
       memctl token rotate --project ~/src/app --grace 1h --json
     """
     settings = load_settings(project=current_project(project))
-    path = token_file or settings.token_file or settings.project / DEFAULT_TOKEN_FILE
+    path = token_file or settings.token_file
+    if path is None:
+        if project is None and find_project(Path.cwd()) is None:
+            raise NotFound(
+                f"no memctl project at or above {Path.cwd()} (no .memory/ directory), so no token "
+                "to rotate; nothing was created: run it in a project, or name one with --project DIR "
+                "(or the file with --token-file FILE)"
+            )
+        path = settings.project / DEFAULT_TOKEN_FILE
     rotation = rotate_token(path, grace)
     result: dict[str, object] = {
         "ok": True,

@@ -51,3 +51,33 @@ def test_a_workspace_of_home_is_refused(
     result = CliRunner().invoke(cli, [*command, str(tmp_path), "--json"])
     assert result.exit_code == 2, result.output
     assert "home directory" in json.loads(result.output)["message"]
+
+
+def test_a_mistyped_command_gets_a_suggestion_and_the_usage_exit_code() -> None:
+    """Issue 33: `memctl stauts` said only "No such command"."""
+    result = CliRunner().invoke(cli, ["stauts"])
+    assert result.exit_code == 2
+    assert "No such command 'stauts'. Did you mean 'status'?" in result.stderr
+    unknown = CliRunner().invoke(cli, ["xyzzy"])
+    assert unknown.exit_code == 2 and "No such command 'xyzzy'." in unknown.stderr
+    assert "Did you mean" not in unknown.stderr
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_prints_the_script_for_each_shell(shell: str) -> None:
+    """Issue 33: there was no way to get shell completion."""
+    result = CliRunner().invoke(cli, ["completion", shell], catch_exceptions=False)
+    assert result.exit_code == 0
+    assert f"_MEMCTL_COMPLETE={shell}_complete" in result.stdout
+    if shell == "bash":
+        assert "complete -o nosort -F _memctl_completion memctl" in result.stdout
+    help_text = CliRunner().invoke(cli, ["completion", "--help"]).output
+    assert "~/.local/share/bash-completion/completions/memctl" in help_text
+
+
+def test_completion_protocol_offers_a_command_from_its_prefix() -> None:
+    """What the bash script runs on Tab: `memctl sta<Tab>` offers `status`."""
+    env = {"_MEMCTL_COMPLETE": "bash_complete", "COMP_WORDS": "memctl sta", "COMP_CWORD": "1"}
+    result = CliRunner().invoke(cli, [], env=env, prog_name="memctl", catch_exceptions=False)
+    assert result.exit_code == 0
+    assert result.stdout.split() == ["plain,status"]
