@@ -88,6 +88,7 @@ def maintain(
     --compact-budget. dedupe-by-similarity only lists near-duplicate pairs. Without a
     capture provider the LLM passes are skipped with a line and change nothing. --dry-run
     says what each pass would do (and what it would ask the LLM, asking nothing).
+    Under each step, one line per item it changed: its SLOT/NAME or entry:ID and how.
     Each document and entry a run changes is kept as it was, and --undo RUN writes it back.
     Only one run per project at a time: a second one stops at once, doing nothing.
     Each run (not --dry-run) writes one redacted record under .memory/maintain/, which
