@@ -53,6 +53,7 @@ from . import _compact
 from ._errors import MaintenanceLocked
 from ._launcher import installed_command
 from ._maintain_llm import LlmJudge, make_judge
+from ._refs import document_ref, entry_ref
 from .capture._lock import FileLock, lock_owner
 
 __all__ = [
@@ -391,6 +392,8 @@ def undo_run(settings: Settings, run_id: str) -> dict[str, Any]:
         path.rename(path.with_suffix(".undone.json"))
     finally:
         lock.release()
+    refs = [document_ref(str(c["slot"]), str(c["name"])) for c in changes]
+    refs += [entry_ref(str(c["id"])) for c in entry_changes]
     return {
         "ok": True,
         "run_id": run_id,
@@ -398,4 +401,5 @@ def undo_run(settings: Settings, run_id: str) -> dict[str, Any]:
         "changed": len(changes),
         "entries_restored": entries,
         "entries_left": left,
+        "items": list(dict.fromkeys(refs)),
     }

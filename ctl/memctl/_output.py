@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.text import Text
 
 from memory_bridge import MemctlError
@@ -15,10 +16,25 @@ from ._errors import exit_code
 
 __all__ = ["console", "emit_json", "json_option", "render_error", "wants_json"]
 
+
+class _Console(Console):
+    """A console as wide as the terminal when it prints (COLUMNS first, as `shutil` reads
+    it), not as it was when the console was made."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        columns, lines = shutil.get_terminal_size()
+        return ConsoleDimensions(columns, lines)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        raise AttributeError("the console's size is the terminal's")
+
+
 # soft_wrap: the terminal wraps a long line; Rich breaking it with a newline would also break
 # the paths in it, which people copy from the output (tables still fit the width).
-console = Console(stderr=False, highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+console = _Console(stderr=False, highlight=False, soft_wrap=True)
+err_console = _Console(stderr=True, highlight=False, soft_wrap=True)
 
 _JSON = "memctl.json"
 

@@ -146,6 +146,7 @@ def test_near_duplicates_are_merged_by_the_llm_and_undone(
         "documentId": ids["old.md"],
         "name": "old.md",
         "keeper": ids["new.md"],
+        "keeperName": "new.md",
         "score": 0,
         "reason": "same",
     }

@@ -23,6 +23,7 @@ from memory_bridge.core import maintain_dir
 from ..capture.fakes import FakeCli, capture_env, install_fake
 from ..capture.test_compile import _seed
 from ..capture.test_hooks import DECISION, LORE
+from ..day2.stores import seed_documents
 
 SECRET = "sk-ant-" + "a1" * 20
 
@@ -176,3 +177,45 @@ def test_an_unknown_pass_is_refused_before_anything_runs(project: Path) -> None:
     assert result.exit_code == 2
     assert "unknown pass shrink" in result.output and "staleness-flag" in result.output
     assert not maintain_dir(project).exists()
+
+
+def test_the_report_names_each_item_changed_and_how(project: Path, a_year_later: None) -> None:
+    """Issue 33: per item, its short ref and its change, with counts; --json lists the same."""
+    lesson = {"atom_type": "self-improvement-lesson", "project_module": "api", "task_type": "bugfix"}
+    lesson["error_pattern"] = "timeout"
+    seed_documents(
+        project,
+        [
+            ("knowledge", "a.md", "Same text.", {"atom_type": "project-lore"}, True),
+            ("knowledge", "b.md", "Same text.", {"atom_type": "project-lore"}, True),
+            ("self_improvement", "l1.md", "Retry.", lesson, True),
+            ("self_improvement", "l2.md", "Retry with backoff.", lesson, True),
+        ],
+    )
+    env = capture_env(project)
+    passes = "dedupe-by-sha256,dedupe-by-lesson-key,staleness-flag"
+    dry = CliRunner().invoke(
+        cli, ["maintain", "--project", str(project), "--passes", passes, "--dry-run"], env=env
+    )
+    assert "    knowledge/a.md: would be archived (same text as knowledge/b.md)" in dry.output.splitlines()
+    result, report = maintain(project, env, "--passes", passes)
+    assert result.exit_code == 0, result.output
+    assert [(c["step"], c["ref"], c["change"]) for c in report["changes"]] == [
+        ("dedupe-by-sha256", "knowledge/a.md", "archived (same text as knowledge/b.md)"),
+        (
+            "dedupe-by-lesson-key",
+            "self_improvement/l1.md",
+            "archived (same lesson key as self_improvement/l2.md)",
+        ),
+        ("staleness-flag", "self_improvement/l2.md", "flagged stale"),
+    ]
+    assert all(len(c["id"]) == 36 for c in report["changes"])  # the full id beside the short ref
+    assert report["counts"]["dedupe-by-sha256"] == {"archived": 1}
+    assert report["counts"]["staleness-flag"] == {"flagged": 1}
+    text = CliRunner().invoke(cli, ["maintain", "--project", str(project), "--passes", passes], env=env)
+    assert "  staleness-flag: ok: nothing to do" in text.output.splitlines()  # done by the first run
+    assert report["started_at"].endswith("+00:00") and "T" in report["started_at"]
+    undone = CliRunner().invoke(
+        cli, ["maintain", "--project", str(project), "--undo", report["run_id"]], env=env
+    )
+    assert "  restored knowledge/a.md" in undone.output.splitlines()

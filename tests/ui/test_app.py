@@ -408,5 +408,5 @@ def test_the_status_page_shows_the_maintenance_job_when_status_reports_it() -> N
     }
     page = render("status.html.j2", csrf="x", done="", nav="/status", report=report, project="/p", scope="p")
     text = page.body.decode()
-    assert "maintenance job" in text and "last success 2026-12-01T03:00:00Z, last failure never" in text
+    assert "maintenance job" in text and "last success 2026-12-01T03:00:00+00:00, last failure never" in text
     assert "3 failures since 2026-12-01: r.md" in text and "&lt;b&gt;compile&lt;/b&gt;" in text

@@ -167,7 +167,13 @@ async def _pairs(
 
 
 def _pair_action(score: float, keeper: Document, loser: Document) -> dict[str, Any]:
-    return {"documentId": loser.id, "name": loser.name, "keeper": keeper.id, "score": round(score, 4)}
+    return {
+        "documentId": loser.id,
+        "name": loser.name,
+        "keeper": keeper.id,
+        "keeperName": keeper.name,
+        "score": round(score, 4),
+    }
 
 
 async def _merge(

@@ -172,7 +172,7 @@ async def _pass(
             await run.change(loser, marks, enabled=False)
             actions.append(
                 {"action": "archived", "documentId": loser.id, "name": loser.name}
-                | {"sha256" if sha else "lessonKey": key, "keeper": keeper.id}
+                | {"sha256" if sha else "lessonKey": key, "keeper": keeper.id, "keeperName": keeper.name}
             )
     elif name == "staleness-flag":
         for doc in found.active:

@@ -15,6 +15,8 @@ from typing import Any
 
 from memory_bridge import LinkRefused, open_beneath, private_file, write_atomically
 
+from .._timefmt import iso_time
+
 __all__ = ["log_event", "read_events"]
 
 _MAX_BYTES = 1_000_000
@@ -23,7 +25,7 @@ _MAX_BYTES = 1_000_000
 def log_event(path: Path, event: str, **fields: Any) -> None:
     """Append one event; the log is halved once it passes 1 MB. Never raises, and never
     writes through a link: a link in the log's place is left alone, the event dropped."""
-    line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "event": event, **fields})
+    line = json.dumps({"ts": iso_time(time.time()), "event": event, **fields})
     try:
         private_file(path)
         descriptor = open_beneath(path.parent, PurePath(path.name), os.O_WRONLY | os.O_APPEND)

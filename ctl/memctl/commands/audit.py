@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import click
 from rich.table import Table
+from rich.text import Text
 
 from memory_bridge import ConfigError
 from memory_bridge.core import AUDIT_CLASSES, audit_memory, retire
@@ -17,17 +18,24 @@ from memory_bridge.stores import KnowledgeStore, open_knowledge_store
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
+from .._refs import document_ref
+from .._tables import Column, fitted_table
 
 Finding = dict[str, Any]
 
 
 def _table(findings: list[Finding]) -> Table:
-    table = Table(title=f"memctl audit: {len(findings)} finding(s)", title_justify="left")
-    for column in ("class", "slot", "document", "reason", "suggested"):
-        table.add_column(column, overflow="fold")
-    for f in findings:
-        table.add_row(f["class"], f["slot"], f["name"], f["reason"], f["suggested_action"])
-    return table
+    columns = (Column("class"), Column("document"), Column("reason"), Column("suggested", drop=1))
+    rows = [
+        (
+            Text(f["class"]),
+            Text(document_ref(f["slot"], f["name"])),
+            Text(f["reason"]),
+            Text(f["suggested_action"]),
+        )
+        for f in findings
+    ]
+    return fitted_table(f"memctl audit: {len(findings)} finding(s)", columns, rows)
 
 
 def _confirmed(findings: list[Finding], yes: bool) -> list[Finding]:

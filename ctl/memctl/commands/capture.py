@@ -9,13 +9,15 @@ from typing import Any
 import anyio
 import click
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from memory_bridge import ConfigError
 
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
+from .._tables import Column, fitted_table
+from .._timefmt import iso_time
 from ..capture import _front
 from ..capture._paths import CaptureDirs
 
@@ -157,20 +159,27 @@ def compile_(project: Path | None, dry_run: bool, as_json: bool) -> None:
         raise SystemExit(1)
 
 
+_ATOM_FIELDS = ("daily", "type", "title", "action", "target", "reason")
+
+
 def _print_compile(report: dict[str, Any]) -> None:
     if report["skipped"]:
         console.print(f"compile skipped: {report['skipped']}")
         return
     title = "compile (dry run: nothing written)" if report["dry_run"] else "compile"
-    table = Table(title=f"{title}: {report['dailies']} daily documents", title_justify="left")
-    for column in ("daily", "type", "title", "action", "target", "reason"):
-        table.add_column(column)
-    for atom in report["atoms"]:
-        style = "red" if atom["action"] == "error" else ""
-        table.add_row(
-            *(str(atom[k]) for k in ("daily", "type", "title", "action", "target", "reason")), style=style
-        )
-    console.print(table)
+    columns = (
+        Column("daily", drop=2),
+        Column("type", drop=1),
+        Column("title"),
+        Column("action", whole=True),
+        Column("target"),
+        Column("reason", drop=3),
+    )
+    rows = [
+        [Text(str(atom[k]), style="red" if atom["action"] == "error" else "") for k in _ATOM_FIELDS]
+        for atom in report["atoms"]
+    ]
+    console.print(fitted_table(f"{title}: {report['dailies']} daily documents", columns, rows))
     counts = ", ".join(f"{n} {action}" for action, n in sorted(report["counts"].items())) or "no atoms"
     console.print(f"{counts}; compiled {len(report['compiled'])}, retired {len(report['retired'])} dailies")
     if report["degraded"]:
@@ -252,13 +261,17 @@ def capture_status(project: Path | None, as_json: bool) -> None:
     if report["worker_errors"]:
         errors = CaptureDirs(Path(report["project"])).worker_errors
         console.print(f"[red]the worker wrote errors:[/] see {errors}")
-    table = Table(title="recent events", title_justify="left")
-    for column in ("time", "event", "hook", "outcome", "detail"):
-        table.add_column(column)
+    columns = (
+        Column("time", whole=True),
+        Column("event"),
+        Column("hook", drop=1),
+        Column("outcome"),
+        Column("detail", drop=2),
+    )
+    rows = []
     for event in report["recent"]:
         detail = event.get("reason") or event.get("daily") or event.get("name") or event.get("job") or ""
         outcome = event.get("outcome") or event.get("action") or ""
-        table.add_row(
-            event.get("ts", ""), event.get("event", ""), str(event.get("hook", "")), outcome, str(detail)
-        )
-    console.print(table)
+        when = iso_time(str(event.get("ts", ""))) or ""
+        rows.append((when, event.get("event", ""), str(event.get("hook", "")), outcome, Text(str(detail))))
+    console.print(fitted_table("recent events", columns, rows))

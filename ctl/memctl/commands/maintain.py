@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
+from rich.text import Text
 
 from .._maintain import INTERVALS, PASSES, Pass, chosen_passes, due, run_maintenance, undo_run
+from .._maintain_report import change_counts, item_changes
 from .._options import Duration, project_option
 from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
 from .._record import recorded_project
+from .._timefmt import iso_time
 
 _STYLE = {"ok": "green", "failed": "red", "timeout": "red", "skipped": "yellow", "unavailable": "yellow"}
 
@@ -84,6 +88,7 @@ def maintain(
     --compact-budget. dedupe-by-similarity only lists near-duplicate pairs. Without a
     capture provider the LLM passes are skipped with a line and change nothing. --dry-run
     says what each pass would do (and what it would ask the LLM, asking nothing).
+    Under each step, one line per item it changed: its SLOT/NAME or entry:ID and how.
     Each document and entry a run changes is kept as it was, and --undo RUN writes it back.
     Only one run per project at a time: a second one stops at once, doing nothing.
     Each run (not --dry-run) writes one redacted record under .memory/maintain/, which
@@ -124,6 +129,9 @@ def maintain(
                 f"run {undone['run_id']} undone: {undone['restored']} documents and "
                 f"{undone['entries_restored']} entries restored"
             )
+            for ref in undone["items"]:
+                if ref not in undone["entries_left"]:
+                    console.print(f"  restored {escape(ref)}")
             if undone["entries_left"]:
                 left = ", ".join(undone["entries_left"])
                 console.print(f"  left as they are (changed since the run): {escape(left)}")
@@ -134,7 +142,7 @@ def maintain(
         is_due, last = due(settings.project, schedule, time.time())
         if not is_due:
             interval = INTERVALS.get(schedule or "daily", INTERVALS["daily"])
-            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last or 0))
+            when = iso_time(last or 0)
             reason = f"not due: last success at {when}, runs every {interval / 3600:g} h"
             if as_json:
                 emit_json({"ok": True, "skipped": reason, "steps": []})
@@ -149,17 +157,42 @@ def maintain(
         step_timeout=step_timeout,
         compact_budget=compact_budget,
     )
+    changes = item_changes(report["actions"])
+    report = {
+        **report,
+        "started_at": iso_time(report["started_at"]),
+        "finished_at": iso_time(report["finished_at"]),
+        "changes": changes,
+        "counts": change_counts(changes),
+    }
     if as_json:
         emit_json(report)
     else:
-        title = "maintain (dry run: nothing written)" if dry_run else f"maintain run {report['run_id']}"
-        console.print(f"[bold]{title}[/]")
-        for step in report["steps"]:
-            style = _STYLE.get(step["outcome"], "")
-            line = step["error"] or step["detail"] or ""
-            outcome = f"[{style}]{step['outcome']}[/]" if style else step["outcome"]
-            console.print(f"  {step['name']}: {outcome}" + (f": {escape(line)}" if line else ""))
-        if not dry_run:
-            console.print("ok" if report["ok"] else f"[red]failed:[/] {escape(report['error'])}")
+        _print_run(report, dry_run=dry_run)
     if not report["ok"]:
         raise SystemExit(1)
+
+
+def _print_run(report: dict[str, Any], *, dry_run: bool) -> None:
+    """Each step's outcome, then each item it changed (or would change) and how."""
+    title = "maintain (dry run: nothing written)" if dry_run else f"maintain run {report['run_id']}"
+    console.print(f"[bold]{title}[/]")
+    for step in report["steps"]:
+        style = _STYLE.get(step["outcome"], "")
+        line = step["error"] or step["detail"] or ""
+        outcome = f"[{style}]{step['outcome']}[/]" if style else step["outcome"]
+        console.print(f"  {step['name']}: {outcome}" + (f": {escape(line)}" if line else ""))
+        for change in report["changes"]:
+            if change["step"] == step["name"]:
+                would = "would be " if dry_run and change["action"] != "asked" else ""
+                console.print(Text(f"    {change['ref']}: {would}{change['change']}"))
+    items = len({c["ref"] for c in report["changes"]})
+    if items:
+        counts: dict[str, int] = {}
+        for per_step in report["counts"].values():
+            for action, n in per_step.items():
+                counts[action] = counts.get(action, 0) + n
+        summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items()))
+        console.print(f"{items} item(s): {summary}")
+    if not dry_run:
+        console.print("ok" if report["ok"] else f"[red]failed:[/] {escape(report['error'])}")

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -51,6 +50,9 @@ from .._markdown import parse_item, read_text, relative_path, render_item
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
+from .._refs import short_ref
+from .._tables import Column, fitted_table
+from .._timefmt import iso_time
 
 T = TypeVar("T")
 
@@ -63,33 +65,31 @@ def _with_stores(settings: Settings, call: Callable[[ItemStores], Awaitable[T]],
     return anyio.run(run)
 
 
-def _when(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+_TIMES = ("created", "updated", "created_at", "updated_at", "last_recalled_at")
 
 
 def _item_json(item: Item) -> dict[str, Any]:
     info = item.info()
-    if "created_at" in info:
-        info["created_at"] = _when(info["created_at"])
-        info["updated_at"] = _when(info["updated_at"])
-        info["last_recalled_at"] = info["last_recalled_at"] and _when(info["last_recalled_at"])
-    return {"ref": item.ref, **info, "digest": content_digest(item.content()), "content": item.content()}
+    info.update({key: iso_time(info[key]) for key in _TIMES if key in info})
+    payload = {"ref": item.ref, **info, "digest": content_digest(item.content()), "content": item.content()}
+    return {**payload, "short_ref": short_ref(info)}
 
 
 # -- search ----------------------------------------------------------------------------------
 
 
 def _search_table(result: dict[str, Any]) -> Table:
-    table = Table(
-        title=f"memctl search: {result['count']} hit(s) for {result['query']!r}", title_justify="left"
+    columns = (
+        Column("score", whole=True),
+        Column("ref"),
+        Column("title / name", drop=2),
+        Column("type", drop=1),
     )
-    for column in ("score", "ref", "where", "title / name", "type"):
-        table.add_column(column, overflow="fold")
-    for hit in result["hits"]:
-        table.add_row(
-            f"{hit['score']:.4f}", Text(hit["ref"]), Text(hit["where"]), Text(hit["name"]), Text(hit["type"])
-        )
-    return table
+    rows = [
+        (f"{hit['score']:.4f}", Text(short_ref(hit)), Text(hit["name"]), Text(hit["type"]))
+        for hit in result["hits"]
+    ]
+    return fitted_table(f"memctl search: {result['count']} hit(s) for {result['query']!r}", columns, rows)
 
 
 @click.command()
@@ -127,7 +127,7 @@ def search(
         embed=True,
     )
     if as_json:
-        emit_json(result)
+        emit_json({**result, "hits": [{**hit, "short_ref": short_ref(hit)} for hit in result["hits"]]})
         return
     console.print(_search_table(result))
     for note in result["degraded"]:
@@ -169,7 +169,7 @@ def show(ref: str, history_limit: int, project: Path | None, as_json: bool) -> N
         versions: list[dict[str, Any]] = []
         if isinstance(item, EntryItem) and history_limit:
             versions = await item_versions(stores, item.entry.id, history_limit)
-        return item, versions
+        return item, [{**v, "updated": iso_time(v["updated"])} for v in versions]
 
     item, versions = _with_stores(settings, load)
     payload = _item_json(item)
@@ -178,18 +178,18 @@ def show(ref: str, history_limit: int, project: Path | None, as_json: bool) -> N
     if as_json:
         emit_json(payload)
         return
-    table = Table(title=item.ref, title_justify="left", show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
-    details = {**{k: v for k, v in payload.items() if k not in ("content", "history", "ref")}}
+    details = {k: v for k, v in payload.items() if k not in ("content", "history", "ref", "short_ref")}
     details.update({k: v for k, v in payload["content"].items() if k != "text"})
+    rows = []
     for key, value in details.items():
         if isinstance(value, dict):
             shown = ", ".join(f"{k}={v}" for k, v in value.items())
         else:
             shown = ", ".join(value) if isinstance(value, list) else "" if value is None else str(value)
-        table.add_row(key, Text(shown))
-    console.print(table)
+        rows.append((Text(key, style="bold"), Text(shown)))
+    console.print(
+        fitted_table(payload["short_ref"], (Column("field", whole=True), Column("value")), rows, header=False)
+    )
     console.print(Text(payload["content"]["text"]))
     for version in versions:
         console.rule(Text(f"revision {version['revision']}: {version['operation']} at {version['updated']}"))
@@ -355,7 +355,7 @@ def forget(ref: str, disable: bool, yes: bool, project: Path | None, as_json: bo
     if as_json:
         emit_json(done)
     else:
-        console.print(Text(f"{done['ref']}: {done['action']}"))
+        console.print(Text(f"{short_ref(item.info())}: {done['action']}"))
 
 
 # -- lessons ---------------------------------------------------------------------------------
@@ -389,33 +389,29 @@ def lessons(
     settings = provisioned_settings(project)
     found = _with_stores(settings, lambda s: list_lessons(s, pattern=pattern, sort=sort))
     for lesson in found:
-        lesson["updated_at"] = _when(lesson["updated_at"])
-        if lesson["last_recalled"] is not None:
-            lesson["last_recalled"] = _when(lesson["last_recalled"])
+        lesson["updated_at"] = iso_time(lesson["updated_at"])
+        lesson["last_recalled"] = iso_time(lesson["last_recalled"])
+        lesson["short_ref"] = short_ref({"slot": "self_improvement", **lesson})
     if as_json:
         emit_json({"count": len(found), "lessons": found})
         return
-    table = Table(title=f"memctl lessons: {len(found)}", title_justify="left")
-    for column in (
-        "error pattern",
-        "module",
-        "ref",
-        "name",
-        "enabled",
-        "recalls",
-        "last recalled",
-        "updated",
-    ):
-        table.add_column(column, overflow="fold")
-    for lesson in found:
-        table.add_row(
+    columns = (
+        Column("lesson"),
+        Column("error pattern"),
+        Column("module", drop=1),
+        Column("recalls", whole=True),
+        Column("last recalled", whole=True),
+        Column("updated", whole=True, drop=2),
+    )
+    rows = [
+        (
+            Text(lesson["short_ref"] + ("" if lesson["enabled"] else " (disabled)")),
             Text(lesson["error_pattern"] or "-"),
             Text(lesson["project_module"] or "-"),
-            Text(lesson["ref"]),
-            Text(lesson["name"]),
-            "yes" if lesson["enabled"] else "no",
             str(lesson["recall_count"]),
             lesson["last_recalled"] or "-",
             lesson["updated_at"],
         )
-    console.print(table)
+        for lesson in found
+    ]
+    console.print(fitted_table(f"memctl lessons: {len(found)}", columns, rows))

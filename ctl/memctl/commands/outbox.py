@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import click
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from memory_bridge import NotFound
 from memory_bridge.stores import dify_outbox_path
@@ -18,6 +16,8 @@ from memory_bridge.stores.dify import Outbox
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
+from .._tables import Column, fitted_table
+from .._timefmt import iso_time
 
 
 @click.group()
@@ -56,24 +56,35 @@ def list_command(project: Path | None, as_json: bool) -> None:
     async def entries(box: Outbox) -> list[dict[str, Any]]:
         return [entry.summary() for entry in await box.entries()]
 
-    rows = _run(project, entries)
+    rows = [{**row, "created_at": iso_time(row["created_at"])} for row in _run(project, entries)]
     if as_json:
         emit_json({"ok": True, "entries": rows})
         return
-    table = Table(title="writes waiting for Dify", title_justify="left")
-    for column in ("seq", "operation", "document", "queued at", "tries", "state", "last error"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(
+    if not rows:
+        console.print("no writes wait for Dify")
+        return
+    columns = (
+        Column("seq", whole=True),
+        Column("operation", drop=2),
+        Column("document"),
+        Column("queued at", whole=True, drop=1),
+        Column("tries", whole=True),
+        Column("state"),
+        Column("last error"),
+    )
+    cells = [
+        (
             str(row["seq"]),
             row["operation"],
-            escape(row["document"]),
-            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["created_at"])),
+            Text(row["document"]),
+            row["created_at"],
             str(row["attempts"]),
             "[red]dead-lettered[/]" if row["dead_lettered"] else "pending",
-            escape(row["last_error"]),
+            Text(row["last_error"]),
         )
-    console.print(table if rows else "no writes wait for Dify")
+        for row in rows
+    ]
+    console.print(fitted_table("writes waiting for Dify", columns, cells))
 
 
 @outbox.command("retry")

@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.table import Table
+from rich.text import Text
 
 from .._inventory import Inventory
 from .._output import console, emit_json, json_option
 from .._registry import add_project, read_registry, registry_path, remove_project
+from .._tables import Column, fitted_table
 from ._project_options import build_project, project_options
 
 
@@ -58,17 +59,21 @@ def list_projects(as_json: bool) -> None:
     if not records:
         console.print(f"no projects yet in {registry_path()}; add one with: memctl projects add DIR")
         return
-    table = Table(title=f"projects ({registry_path()})", title_justify="left")
-    for column in ("slug", "mode", "workspace", "clients", "provisioned"):
-        table.add_column(column)
+    columns = (
+        Column("slug"),
+        Column("mode", whole=True),
+        Column("workspace"),
+        Column("clients", drop=1),
+        Column("provisioned"),
+    )
+    rows = []
     for record in records:
         provisioned = {True: "yes", False: "[yellow]no[/] (memctl up --all)", None: "?"}[
             record["provisioned"]
         ]
-        table.add_row(
-            record["slug"], record["mode"], record["workspace"], ", ".join(record["clients"]), provisioned
-        )
-    console.print(table)
+        clients = Text(", ".join(record["clients"]))
+        rows.append((Text(record["slug"]), record["mode"], Text(record["workspace"]), clients, provisioned))
+    console.print(fitted_table(f"projects ({registry_path()})", columns, rows))
 
 
 @projects.command("add")

@@ -9,7 +9,6 @@ from typing import Any
 import anyio
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from memory_bridge import ConfigError, Settings, StoreError
 from memory_bridge.core import cron_health
@@ -25,6 +24,8 @@ from .._project import current_project, provisioned_settings
 from .._proof import prove
 from .._provision import failed_projects, limited, provision
 from .._stores import embedded_states
+from .._tables import Column, fitted_table
+from .._timefmt import iso_time
 from .._user_files import files_of
 from ..capture._compile import load_state
 from ..capture._outbox import queued
@@ -56,7 +57,7 @@ async def components(settings: Settings, entries: EntryStore, knowledge: Knowled
         "provider": settings.capture_provider,
         "skipped": settings.capture_provider == "none",
         "outbox": {"pending": pending, "failed": failed},
-        "last_compile": state.get("last_run"),
+        "last_compile": _last_compile(state.get("last_run")),
         "last_compile_attempted": state.get("last_attempted_date"),
     }
     report["maintenance"] = maintenance_status(settings.project)
@@ -65,8 +66,14 @@ async def components(settings: Settings, entries: EntryStore, knowledge: Knowled
         report["document_versions"] = {"versions": versions, "documents": documents}
         knowledge = knowledge.inner
     if isinstance(knowledge, DurableKnowledgeStore):
-        report["outbox"] = dict(await knowledge.outbox.status())
+        box = dict(await knowledge.outbox.status())
+        report["outbox"] = {**box, "oldest": iso_time(box["oldest"])}
     return report
+
+
+def _last_compile(run: Any) -> Any:
+    """The capture state's last compile run, its time in ISO 8601."""
+    return {**run, "at": iso_time(run.get("at"))} if isinstance(run, dict) else run
 
 
 async def collect(project: Path | None) -> dict[str, Any]:
@@ -106,10 +113,11 @@ def maintenance_status(project: Path) -> dict[str, Any]:
     return {
         "healthy": health["healthy"],
         "summary": health["summary"],
-        "last_success_at": health["lastSuccessAt"],
-        "last_failure_at": health["lastFailureAt"],
+        "last_success_at": iso_time(health["lastSuccessAt"]),
+        "last_failure_at": iso_time(health["lastFailureAt"]),
         "open_escalations": [
-            {k: e.get(k) for k in ("signature", "opened_at", "failures", "last_error", "report")}
+            {k: e.get(k) for k in ("signature", "failures", "last_error", "report")}
+            | {"opened_at": iso_time(e.get("opened_at"))}
             for e in health["escalations"]
             if e.get("status") == "open"
         ],
@@ -122,6 +130,7 @@ def project_status(project: Project) -> dict[str, Any]:
     report.update(anyio.run(collect, Path(project.workspace).expanduser()))
     if project.mode == "stack":
         bridge = bridge_container(project.slug)
+        bridge["started_at"] = iso_time(bridge.get("started_at"))
         report["versions"].update(bridge.pop("versions", {}))
         report["bridge"] = bridge
         report["ok"] = report["ok"] and bridge["health"] == "healthy"
@@ -187,13 +196,11 @@ def _print_project(report: dict[str, Any]) -> None:
         where = f" on {report['machine']}" if report.get("machine") else ""
         console.print(f"[bold]{escape(title)}[/]{escape(where)}: [red]{escape(report['error'])}[/]")
         return
-    table = Table(title=f"{title} ({report['mode']}, scope {report['scope']})", title_justify="left")
-    for column in ("component", "health", "detail"):
-        table.add_column(column, overflow="fold")
+    rows: list[tuple[str, str, str]] = []
     for store in report["stores"]:
         detail = f"{store.get('documents', '-')} documents, {store['url']}"
-        table.add_row(
-            f"{store['store']} store", _health(store["healthy"], store.get("error")), escape(detail)
+        rows.append(
+            (f"{store['store']} store", _health(store["healthy"], store.get("error")), escape(detail))
         )
     if "outbox" in report:
         box = report["outbox"]
@@ -202,33 +209,36 @@ def _print_project(report: dict[str, Any]) -> None:
         )
         if box["dead_lettered"]:
             detail += "; see memctl outbox list"
-        table.add_row("writes waiting for Dify", _health(not box["dead_lettered"]), escape(detail))
+        rows.append(("writes waiting for Dify", _health(not box["dead_lettered"]), escape(detail)))
     capture = report["capture"]
     box = capture["outbox"]
-    table.add_row(
-        "capture",
-        "skipped" if capture["skipped"] else capture["provider"],
-        "no capture provider configured (set capture_provider)"
-        if capture["skipped"]
-        else f"{box['pending']} documents waiting, {box['failed']} failed",
+    rows.append(
+        (
+            "capture",
+            "skipped" if capture["skipped"] else capture["provider"],
+            "no capture provider configured (set capture_provider)"
+            if capture["skipped"]
+            else f"{box['pending']} documents waiting, {box['failed']} failed",
+        )
     )
-    table.add_row("last compile", "", str(capture["last_compile"] or "never"))
+    last = capture["last_compile"]
+    rows.append(("last compile", "", escape(_compile_text(last)) if last else "never"))
     job = report["maintenance"]
     success, failure = job["last_success_at"] or "never", job["last_failure_at"] or "never"
     runs = f"last success {success}, last failure {failure}"
-    table.add_row("maintenance", _health(job["healthy"], "failing"), escape(runs))
+    rows.append(("maintenance", _health(job["healthy"], "failing"), escape(runs)))
     for escalation in job["open_escalations"]:
         detail = f"{escalation['failures']} failures since {escalation['opened_at']}: {escalation['report']}"
-        table.add_row("open escalation", f"[red]{escape(escalation['signature'])}[/]", escape(detail))
+        rows.append(("open escalation", f"[red]{escape(escalation['signature'])}[/]", escape(detail)))
     for client in report["clients"]:
         detail = f"{client['command']}: " + (f"{client['tools']} tools" if client["ok"] else client["error"])
-        table.add_row(", ".join(client["files"]), _health(client["ok"], "cannot start"), escape(detail))
+        rows.append((", ".join(client["files"]), _health(client["ok"], "cannot start"), escape(detail)))
     if "bridge" in report:
         bridge = report["bridge"]
         running = f"{bridge.get('image')} ({bridge.get('image_id')}), since {bridge.get('started_at')}"
         detail = bridge.get("error") or running
         health = "[green]healthy[/]" if bridge["health"] == "healthy" else f"[red]{bridge['health']}[/]"
-        table.add_row(f"bridge {bridge['container']}", health, escape(detail))
+        rows.append((f"bridge {bridge['container']}", health, escape(detail)))
     versions = report["versions"]
     schemas = ", ".join(
         f"{kind} {s['version'] if s['version'] is not None else 'not created'}/{s['latest']}"
@@ -236,9 +246,18 @@ def _print_project(report: dict[str, Any]) -> None:
     )
     stack = ", ".join(f"{k} {versions[k]}" for k in ("bridge", "valkey", "dify") if versions.get(k))
     text = f"memctl {versions['memctl']}; schema {schemas or '-'}" + (f"; {stack}" if stack else "")
-    table.add_row("versions", "", escape(text))
-    table.add_row("embedding model", "", str(report["embedding_model"]))
-    console.print(table)
+    rows.append(("versions", "", escape(text)))
+    rows.append(("embedding model", "", str(report["embedding_model"])))
+    columns = (Column("component"), Column("health"), Column("detail"))
+    console.print(fitted_table(f"{title} ({report['mode']}, scope {report['scope']})", columns, rows))
+
+
+def _compile_text(last: Any) -> str:
+    if not isinstance(last, dict):
+        return str(last)
+    counts = ", ".join(f"{n} {kind}" for kind, n in sorted((last.get("counts") or {}).items()))
+    stopped = f"; stopped: {last['stopped']}" if last.get("stopped") else ""
+    return f"{last.get('at')}: {counts or 'no atoms'}{stopped}"
 
 
 @click.command()

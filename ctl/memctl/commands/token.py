@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
@@ -12,6 +11,7 @@ from memory_bridge import NotFound, find_project, load_settings, rotate_token
 from .._options import Duration, project_option
 from .._output import console, emit_json, json_option
 from .._project import current_project
+from .._timefmt import iso_time
 
 DEFAULT_TOKEN_FILE = Path(".memory") / "bridge.token"
 
@@ -22,7 +22,7 @@ def token() -> None:
 
 
 def _when(epoch: float | None) -> str | None:
-    return None if epoch is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+    return iso_time(epoch)
 
 
 @token.command("rotate")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -17,17 +16,14 @@ from memory_bridge import InvalidInput, Settings
 from memory_bridge.core import ItemStores
 
 from .._templates import template_dir
+from .._timefmt import iso_time
 from ._params import Values
 
 __all__ = ["Handler", "View", "render"]
 
 
 def _when(value: float | str | None) -> str:
-    if value is None or value == "":
-        return "-"
-    if isinstance(value, str):
-        return value
-    return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return iso_time(value) or "-"
 
 
 @cache
