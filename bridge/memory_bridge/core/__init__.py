@@ -53,6 +53,9 @@ _LAZY = {
     "rollback_item": "._items",
     "save_item": "._items",
     "search_items": "._items",
+    "CreateOutcome": "._item_writes",
+    "create_item": "._item_writes",
+    "preview_save": "._item_writes",
     "ATOM_TYPES": "._knowledge",
     "KnowledgeContext": "._knowledge",
     "lesson_name": "._knowledge",
@@ -82,6 +85,7 @@ if _typing.TYPE_CHECKING:
     from ._compact import COMPACT_EXIT_CODES, CompactReport, compact_entries, strip_backlinks, undo_compaction
     from ._consolidate import Candidates, consolidate_memory, slot_candidates
     from ._freshness import Freshness
+    from ._item_writes import CreateOutcome, create_item, preview_save
     from ._items import (
         DocumentItem,
         EntryItem,
@@ -134,6 +138,7 @@ __all__ = [
     "SIMILARITY_PASS",
     "Candidates",
     "CompactReport",
+    "CreateOutcome",
     "DocumentItem",
     "EntryItem",
     "Freshness",
@@ -159,6 +164,7 @@ __all__ = [
     "consolidate_memory",
     "content_digest",
     "copy_entries",
+    "create_item",
     "cron_health",
     "error_signature",
     "find_item",
@@ -172,6 +178,7 @@ __all__ = [
     "maintain_dir",
     "migrate",
     "plan_migrations",
+    "preview_save",
     "record_run",
     "redact",
     "restore",
