@@ -40,6 +40,7 @@ _LAZY = {
     "replacing": "._files",
     "write_atomically": "._files",
     "open_beneath": "._links",
+    "remove_beneath": "._links",
     "set_mode": "._links",
     "open_state": "._serve",
     "run_bridge": "._serve",
@@ -62,7 +63,7 @@ if _typing.TYPE_CHECKING:
     from ._cause import caused_by, name_cause
     from ._files import private_dir, private_file, replacing, write_atomically
     from ._identity import pin_scope, pinned_scope, write_scope
-    from ._links import open_beneath, set_mode
+    from ._links import open_beneath, remove_beneath, set_mode
     from ._serve import open_state, run_bridge, serve_http, serve_stdio
     from ._server import build_server
     from ._settings import Settings, find_project, load_settings, read_token_file
@@ -106,6 +107,7 @@ __all__ = [
     "private_dir",
     "private_file",
     "read_token_file",
+    "remove_beneath",
     "replacing",
     "rotate_token",
     "run_bridge",

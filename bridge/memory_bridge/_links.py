@@ -12,6 +12,7 @@ by the rename itself (a rename never follows its target), so its target stays un
 from __future__ import annotations
 
 import errno
+import hashlib
 import io
 import os
 import secrets
@@ -19,11 +20,11 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePath
-from typing import IO
+from typing import IO, Literal
 
 from ._errors import LinkRefused
 
-__all__ = ["open_beneath", "open_dir", "replace_in", "set_mode"]
+__all__ = ["open_beneath", "open_dir", "remove_beneath", "replace_in", "set_mode"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -127,6 +128,57 @@ def open_beneath(root: Path, relative: PurePath, flags: int, mode: int = 0o600) 
         raise
     finally:
         os.close(dir_fd)
+
+
+def remove_beneath(root: Path, relative: PurePath, *, sha256: str) -> Literal["removed", "gone", "changed"]:
+    """Remove the file `root / relative` if its bytes still hash to `sha256` (as memctl wrote
+    it), then each folder between it and `root` that this left empty. No link below `root`
+    is followed or removed: a link in the file's place or a folder's is `LinkRefused`.
+    "gone" when there is no such file, "changed" when it is not the file written (other
+    bytes, or not a regular file): either way nothing is removed."""
+    try:
+        dir_fd = open_dir(root, relative.parent)
+    except (FileNotFoundError, NotADirectoryError):
+        return "gone"
+    try:
+        try:
+            fd = os.open(
+                relative.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+            )
+        except FileNotFoundError:
+            return "gone"
+        except OSError:
+            _refuse_if_link(relative.name, dir_fd, root / relative)
+            raise
+        with open(fd, "rb") as handle:
+            opened = os.fstat(handle.fileno())
+            if not stat.S_ISREG(opened.st_mode) or hashlib.sha256(handle.read()).hexdigest() != sha256:
+                return "changed"
+        _refuse_if_link(relative.name, dir_fd, root / relative)
+        if os.lstat(relative.name, dir_fd=dir_fd).st_ino != opened.st_ino:
+            return "changed"  # another file put in its place since it was read
+        os.unlink(relative.name, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    _remove_empty_folders(root, relative.parent)
+    return "removed"
+
+
+def _remove_empty_folders(root: Path, relative: PurePath) -> None:
+    """Remove `root / relative` and then each parent below `root` while it is empty (rmdir
+    never follows a link, and fails on a folder that holds anything)."""
+    parts = relative.parts
+    for depth in range(len(parts), 0, -1):
+        try:
+            parent_fd = open_dir(root, PurePath(*parts[: depth - 1]))
+        except (OSError, LinkRefused):
+            return
+        try:
+            os.rmdir(parts[depth - 1], dir_fd=parent_fd)
+        except OSError:
+            return
+        finally:
+            os.close(parent_fd)
 
 
 def set_mode(path: Path, mode: int) -> None:

@@ -17,29 +17,22 @@ import hashlib
 import io
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from memory_bridge import InvalidInput, LinkRefused, open_beneath, private_dir, write_atomically
-from memory_bridge.core import (
-    DocumentItem,
-    EntryItem,
-    Item,
-    ItemStores,
-    content_digest,
-    iter_items,
-    redact,
-    save_item,
-)
+from memory_bridge import InvalidInput, open_beneath
+from memory_bridge.core import DocumentItem, EntryItem, Item, content_digest, redact
+from memory_bridge.stores import DocMetadata
 
 __all__ = [
     "ItemFile",
-    "export_tree",
-    "import_tree",
+    "NewItemFile",
+    "parse_file",
     "parse_item",
     "read_text",
     "relative_path",
@@ -51,7 +44,7 @@ _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 _IDENTITY = {"entry": ("id",), "document": ("slot", "document_id", "name")}
 _ENTRY_FACTS = ("created", "updated", "hits", "ttl")
 _DOCUMENT_FACTS = ("created_at", "updated_at", "origin", "last_recalled_at", "recall_count", "marks")
-_LINK = "a symbolic link: memctl neither reads nor writes through links, so it was left alone"
+_KIND_OF_FOLDER = {"entries": "entry", "documents": "document"}
 
 
 def read_text(path: Path, *, root: Path | None = None) -> str:
@@ -111,8 +104,8 @@ class ItemFile:
         return content_digest(self.content) != self.digest
 
 
-def parse_item(text: str, where: str) -> ItemFile:
-    """Read an item file; a malformed one is `InvalidInput` naming `where` and the problem."""
+def _front(text: str, where: str) -> tuple[dict[str, Any], str]:
+    """The front matter (a mapping) and the text after it; `InvalidInput` naming `where`."""
     if not text.startswith(_FENCE):
         raise InvalidInput(where, "does not start with a --- front-matter line")
     head, sep, body = text[len(_FENCE) :].partition("\n" + _FENCE)
@@ -126,6 +119,16 @@ def parse_item(text: str, where: str) -> ItemFile:
         raise InvalidInput(where, f"front matter is not valid YAML: {exc}") from None
     if not isinstance(front, dict):
         raise InvalidInput(where, "front matter is not a mapping")
+    return front, body
+
+
+def parse_item(text: str, where: str) -> ItemFile:
+    """Read an item file; a malformed one is `InvalidInput` naming `where` and the problem."""
+    front, body = _front(text, where)
+    return _item_file(front, body, where)
+
+
+def _item_file(front: dict[str, Any], body: str, where: str) -> ItemFile:
     kind = front.pop("kind", None)
     if kind not in _IDENTITY:
         raise InvalidInput(where, "front matter needs kind: entry or kind: document")
@@ -147,6 +150,80 @@ def parse_item(text: str, where: str) -> ItemFile:
     return ItemFile(kind, identity, digest, revision, content, facts)
 
 
+@dataclass(frozen=True)
+class NewItemFile:
+    """A file a person added: the item it makes (`identity`: an entry's id, or a document's
+    slot and name) and its content, each field the file leaves out at its default."""
+
+    kind: Literal["entry", "document"]
+    identity: dict[str, str]
+    content: dict[str, Any]
+
+    @property
+    def ref(self) -> str:
+        if self.kind == "entry":
+            return f"entry:{self.identity['id']}"
+        return f"{self.identity['slot']}/{self.identity['name']}"
+
+
+def parse_file(
+    text: str, where: str, *, scope: str, slots: Iterable[str] = (), types: Iterable[str] = ()
+) -> ItemFile | NewItemFile:
+    """Read a file of an export folder (`where` is its path in the folder): one memctl wrote
+    (its front matter has a digest) as `parse_item` does, any other as a new item.
+
+    A new file's kind is its front matter's `kind`, else its top folder's (`entries/`,
+    `documents/`). A new entry's `id` defaults to the file name without `.md`, its `type`
+    to the folder it is in (`entries/TYPE/ID.md`); it needs a `title`; `tags` default to
+    none, `source` to "memctl import", `project` to "". A new document's `slot` defaults to
+    its folder (a slot's name, or the folder an export gives it), its `name` to the file
+    name; `enabled` defaults to true, `scope` to the project's, the other metadata to empty;
+    a document file may have no front matter at all. `digest`, `revision` and
+    `document_id` belong to exported files only: a new file with one of them is
+    `InvalidInput`, as is one that names no kind or no title."""
+    front, body = _front(text, where) if text.startswith(_FENCE) else ({}, text)
+    if "digest" in front:
+        return _item_file(front, body, where)
+    for key in ("revision", "document_id"):
+        if key in front:
+            raise InvalidInput(
+                where,
+                f"has {key} but no digest: an exported file keeps both (restore its digest to edit "
+                f"that item); a new file has neither (remove {key} to make a new item)",
+            )
+    parts = PurePosixPath(where).parts
+    kind = front.pop("kind", _KIND_OF_FOLDER.get(parts[0]) if len(parts) > 1 else None)
+    if kind not in _IDENTITY:
+        raise InvalidInput(
+            where,
+            "is a new file of no known kind: put it in entries/TYPE/ or documents/SLOT/, "
+            "or give its front matter kind: entry or kind: document",
+        )
+    folder = parts[-2] if len(parts) == 3 and _KIND_OF_FOLDER.get(parts[0]) == kind else None
+    for key in _ENTRY_FACTS if kind == "entry" else _DOCUMENT_FACTS:
+        front.pop(key, None)  # read-only facts, as in an exported file
+    if kind == "entry":
+        type_ = _folder_names(types).get(folder, folder) if folder else None
+        identity = {"id": front.pop("id", PurePosixPath(where).stem)}
+        defaults: dict[str, Any] = {"type": type_, "tags": [], "source": "memctl import", "project": ""}
+        if "title" not in front:
+            raise InvalidInput(where, "is a new entry without a title: give its front matter title: ...")
+    else:
+        slot = _folder_names(slots).get(folder, folder) if folder else None
+        identity = {"slot": front.pop("slot", slot), "name": front.pop("name", PurePosixPath(where).name)}
+        defaults = {"enabled": True, **DocMetadata(scope=scope).to_dict()}
+    for key, value in identity.items():
+        if not isinstance(value, str) or not value:
+            raise InvalidInput(where, f"is a new {kind} without its {key}: give its front matter {key}: ...")
+    content = {k: v for k, v in defaults.items() if v is not None} | front
+    return NewItemFile(kind, identity, {**content, "text": body.removesuffix("\n")})
+
+
+def _folder_names(names: Iterable[str]) -> dict[str, str]:
+    """Each name by the folder an export gives it."""
+    return {_safe(name): name for name in names}
+
+
 def _safe(name: str, *, extension: str = "") -> str:
     """A file or folder name for `name`: itself when already safe, else a slug (of the name
     redacted: no secret in a file name) plus a hash of the name, so two names never share a
@@ -165,99 +242,3 @@ def relative_path(item: Item) -> PurePosixPath:
             "documents", _safe(item.document.slot), _safe(item.document.name, extension=".md")
         )
     return PurePosixPath("entries", _safe(item.entry.type), _safe(item.entry.id) + ".md")
-
-
-def _left_alone(where: str, exc: LinkRefused) -> dict[str, str]:
-    return {"file": where, "reason": exc.problem}
-
-
-async def export_tree(stores: ItemStores, directory: Path) -> dict[str, Any]:
-    """Write every live entry and every document as one file under `directory` (0700 folders,
-    0600 files, each replaced whole); the counts written. A link in the tree (a file's or a
-    folder's place) is not written through: it is left alone and listed under `links`."""
-    counts = {"entries": 0, "documents": 0}
-    links: list[dict[str, str]] = []
-    private_dir(directory)
-    async for batch in iter_items(stores):
-        for item in batch:
-            relative = relative_path(item)
-            try:
-                write_atomically(directory / relative, render_item(item), mode=0o600, root=directory)
-            except LinkRefused as exc:
-                links.append(_left_alone(relative.as_posix(), exc))
-                continue
-            counts["entries" if isinstance(item, EntryItem) else "documents"] += 1
-    files = counts["entries"] + counts["documents"]
-    return {"directory": str(directory), **counts, "files": files, "links": links}
-
-
-def _report(
-    where: str, ref: str, status: str, detail: str = "", differs: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    return {"file": where, "ref": ref, "status": status, "detail": detail, "differs": list(differs)}
-
-
-async def _import_one(
-    stores: ItemStores, items: dict[str, Item], directory: Path, path: Path, where: str
-) -> dict[str, Any]:
-    try:
-        parsed = parse_item(read_text(path, root=directory), where)
-    except LinkRefused:
-        return _report(where, "", "link", _LINK)
-    except UnicodeDecodeError:
-        return _report(where, "", "invalid", "not UTF-8 text")
-    except InvalidInput as exc:
-        return _report(where, "", "invalid", exc.problem)
-    current = items.get(parsed.ref)
-    if not parsed.edited:
-        return _report(where, parsed.ref, "unchanged")
-    if current is None:
-        return _report(where, parsed.ref, "conflict", f"{parsed.ref} no longer exists", tuple(parsed.content))
-    info = current.info()
-    moved = [k for k, v in parsed.identity.items() if info[k] != v]
-    if moved:
-        return _report(where, parsed.ref, "invalid", f"{moved[0]} cannot change (it is {info[moved[0]]!r})")
-    try:
-        outcome = await save_item(
-            stores, current, parsed.content, base_digest=parsed.digest, base_revision=parsed.revision
-        )
-    except InvalidInput as exc:
-        return _report(where, parsed.ref, "invalid", str(exc))
-    return _report(where, parsed.ref, outcome.status, outcome.detail, outcome.differs)
-
-
-async def import_tree(stores: ItemStores, directory: Path) -> list[dict[str, Any]]:
-    """Apply the edits made to the item files under `directory`, each through compare-and-set;
-    one report per file: unchanged, updated, conflict (nothing written) or invalid.
-
-    An updated file is written again from the stored item (its new revision and digest, and
-    any secret redacted), so importing the folder again finds it unchanged."""
-    items: dict[str, Item] = {}
-    async for batch in iter_items(stores):  # no hits counted, one pass
-        items.update((item.ref, item) for item in batch)
-    reports = []
-    updated: dict[str, dict[str, Any]] = {}
-    for path in sorted(directory.rglob("*")):  # never descends into a linked folder
-        where = path.relative_to(directory).as_posix()
-        if path.is_symlink():
-            reports.append(_report(where, "", "link", _LINK))
-        elif path.suffix == ".md" and path.is_file():
-            report = await _import_one(stores, items, directory, path, where)
-            reports.append(report)
-            if report["status"] == "updated":
-                updated[report["ref"]] = report
-    if updated:
-        async for batch in iter_items(stores):
-            for item in batch:
-                if item.ref in updated:
-                    _rewrite(directory, updated[item.ref], render_item(item))
-    return reports
-
-
-def _rewrite(directory: Path, report: dict[str, Any], text: str) -> None:
-    """Write an applied file again from the stored item; a link that took its place (or a
-    folder's) is left alone and the report says so."""
-    try:
-        write_atomically(directory / report["file"], text, root=directory)
-    except LinkRefused:
-        report["detail"] = "; ".join(filter(None, [report["detail"], f"the file was not rewritten: {_LINK}"]))

@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from ansible_collections.memctl.stack.plugins.modules.bridge_token import ensure_token
-from memctl import _markdown
+from memctl import _markdown_import
 from memctl._clients import Plan, apply
 from memctl.capture._front import spawn_worker
 from memctl.capture._paths import CaptureDirs
@@ -193,7 +193,7 @@ def test_import_does_not_rewrite_through_a_link_planted_after_the_apply(
     out = tmp_path / "out"
     assert export(project, out)[0] == 0
     _edit(out / ENTRY_FILE)
-    save = _markdown.save_item
+    save = _markdown_import.save_item
 
     async def save_then_plant(*args: Any, **kwargs: Any) -> Any:
         outcome = await save(*args, **kwargs)
@@ -201,7 +201,7 @@ def test_import_does_not_rewrite_through_a_link_planted_after_the_apply(
         (out / ENTRY_FILE).symlink_to(victim)  # between the apply and the rewrite
         return outcome
 
-    monkeypatch.setattr(_markdown, "save_item", save_then_plant)
+    monkeypatch.setattr(_markdown_import, "save_item", save_then_plant)
     code, stdout, _ = memctl("import", "--markdown", str(out), "--project", str(project), "--json")
     [updated] = [r for r in json.loads(stdout)["items"] if r["status"] == "updated"]
     assert code == 0 and updated["file"] == ENTRY_FILE and "not rewritten" in updated["detail"]
@@ -215,7 +215,7 @@ def test_import_does_not_rewrite_into_a_folder_swapped_for_a_link(
     assert export(project, out)[0] == 0
     _edit(out / ENTRY_FILE)
     (victim.parent / "n-1.md").write_text("theirs\n")
-    save = _markdown.save_item
+    save = _markdown_import.save_item
 
     async def save_then_swap(*args: Any, **kwargs: Any) -> Any:
         outcome = await save(*args, **kwargs)
@@ -223,7 +223,7 @@ def test_import_does_not_rewrite_into_a_folder_swapped_for_a_link(
         (out / "entries/decision").symlink_to(victim.parent)
         return outcome
 
-    monkeypatch.setattr(_markdown, "save_item", save_then_swap)
+    monkeypatch.setattr(_markdown_import, "save_item", save_then_swap)
     code, stdout, _ = memctl("import", "--markdown", str(out), "--project", str(project), "--json")
     [updated] = [r for r in json.loads(stdout)["items"] if r["status"] == "updated"]
     assert code == 0 and updated["file"] == ENTRY_FILE and "not rewritten" in updated["detail"]

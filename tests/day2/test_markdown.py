@@ -135,6 +135,8 @@ def test_round_trip_of_a_thousand_items_is_lossless(tmp_path: Path) -> None:
         "entries": 600,
         "documents": 400,
         "files": 1000,
+        "removed": [],
+        "kept": [],
         "links": [],
     }
     written = files(out)

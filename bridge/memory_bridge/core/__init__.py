@@ -62,6 +62,9 @@ _LAZY = {
     "rollback_item": "._items",
     "save_item": "._items",
     "search_items": "._items",
+    "CreateOutcome": "._item_writes",
+    "create_item": "._item_writes",
+    "preview_save": "._item_writes",
     "ATOM_TYPES": "._knowledge",
     "KnowledgeContext": "._knowledge",
     "lesson_name": "._knowledge",
@@ -99,6 +102,7 @@ if _typing.TYPE_CHECKING:
     )
     from ._freshness import Freshness
     from ._item_history import HistoryTarget, history_of, history_target, rollback_to
+    from ._item_writes import CreateOutcome, create_item, preview_save
     from ._items import (
         DocumentItem,
         EntryItem,
@@ -151,6 +155,7 @@ __all__ = [
     "SIMILARITY_PASS",
     "Candidates",
     "CompactReport",
+    "CreateOutcome",
     "DocumentItem",
     "EntryItem",
     "Freshness",
@@ -177,6 +182,7 @@ __all__ = [
     "consolidate_memory",
     "content_digest",
     "copy_entries",
+    "create_item",
     "cron_health",
     "deleted_documents",
     "document_history",
@@ -195,6 +201,7 @@ __all__ = [
     "maintain_dir",
     "migrate",
     "plan_migrations",
+    "preview_save",
     "record_run",
     "redact",
     "restore",

@@ -15,7 +15,8 @@ from memory_bridge import Conflict, InvalidInput, MemctlError
 
 from .._errors import exit_code
 from .._lookup import item_stores
-from .._markdown import export_tree, import_tree
+from .._markdown_export import export_tree
+from .._markdown_import import STATUSES, import_tree
 from .._options import project_option
 from .._output import console, emit_json, json_option, render_error
 from .._project import provisioned_settings
@@ -41,9 +42,12 @@ def export(ctx: click.Context, directory: Path, project: Path | None, as_json: b
     that is not a safe file name gets a slug and a hash of it, the same on every export).
     The front matter holds the metadata, the ids, the entry revision and a digest of the
     content; `memctl import --markdown DIR` applies the files you edit. Files are 0600,
-    each replaced whole. A symbolic link inside DIR, where a file or a folder would be
-    written, is never written through: it is left alone, listed with the reason, and the
-    command exits 7 after writing everything else.
+    each replaced whole. DIR/.memctl-export.json records the files memctl wrote: a file
+    an earlier export wrote whose item was deleted since (or now has another file) is
+    removed, unless it was edited since (then it is kept and listed); files memctl did not
+    write are never touched. A symbolic link inside DIR, where a file or a folder would be
+    written or removed, is never followed: it is left alone, listed with the reason, and
+    the command exits 7 after doing everything else.
 
     \b
     Example:
@@ -65,25 +69,39 @@ def export(ctx: click.Context, directory: Path, project: Path | None, as_json: b
     else:
         wrote = f"wrote {report['entries']} entries and {report['documents']} documents"
         console.print(Text(f"{wrote} to {report['directory']}"))
+        for gone in report["removed"]:
+            console.print(Text(f"removed: {gone['file']}: {gone['reason']}"))
+        for kept in report["kept"]:
+            console.print(Text(f"kept: {kept['file']}: {kept['reason']}"))
         for link in report["links"]:
             console.print(Text(f"left alone: {link['file']}: {link['reason']}"))
     if error is not None:
         ctx.exit(exit_code(error) if as_json else render_error(error, as_json=False))
 
 
-def _outcome(reports: list[dict[str, Any]]) -> MemctlError | None:
+def _outcome(reports: list[dict[str, Any]], *, dry_run: bool) -> MemctlError | None:
     counts = Counter(r["status"] for r in reports)
+    note = " (dry run: nothing was written)" if dry_run else ""
     if counts["conflict"]:
         return Conflict(
             f"{counts['conflict']} item(s) changed in the store since the export and were not overwritten: "
-            "export again and redo those edits",
+            f"export again and redo those edits{note}",
             operation="import",
         )
     if counts["invalid"]:
-        return InvalidInput("files", f"{counts['invalid']} file(s) could not be applied (see the report)")
+        return InvalidInput(
+            "files", f"{counts['invalid']} file(s) could not be applied (see the report){note}"
+        )
     if counts["link"]:
         return _links_left(counts["link"])
     return None
+
+
+_WOULD = {"updated": "would update", "created": "would create", "deleted": "would delete"}
+
+
+def _label(status: str, dry_run: bool) -> str:
+    return _WOULD.get(status, status) if dry_run else status
 
 
 @click.command("import")
@@ -94,49 +112,65 @@ def _outcome(reports: list[dict[str, Any]]) -> MemctlError | None:
     required=True,
     help="Folder written by `memctl export --markdown`.",
 )
+@click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
+@click.option("--prune", is_flag=True, help="Delete the items whose files were taken out of the folder.")
 @project_option
 @json_option
 @click.pass_context
-def import_(ctx: click.Context, directory: Path, project: Path | None, as_json: bool) -> None:
-    """Apply the edits made to exported markdown files, through compare-and-set.
+def import_(
+    ctx: click.Context, directory: Path, dry_run: bool, prune: bool, project: Path | None, as_json: bool
+) -> None:
+    """Apply what changed in an export folder: edits, new files, removed files.
 
-    Each file is reported as unchanged (not edited, or already so in the store), updated,
-    conflict (the item changed in the store since the export: nothing is written) or
-    invalid (unreadable front matter, a changed id or name, a field that fails
-    validation). An updated file is rewritten from the store (its new revision and
-    digest), so importing again finds it unchanged. Files of items deleted since the
-    export are conflicts; deleting a file deletes nothing. A symbolic link in DIR (to a
-    file or a folder) is neither read nor written through: it is reported as link and
+    Each file is reported as unchanged (not edited, or already so in the store), updated
+    (an edit, written through compare-and-set), created (a new file: see below), conflict
+    (the item changed in the store since the export, or is already there for a new file:
+    nothing is written), invalid (unreadable front matter, a changed id or name, a field
+    that fails validation: the detail names it) or link. A file memctl wrote that is no
+    longer in the folder is reported as removed and its item kept; with --prune the item
+    is deleted (as `memctl forget` deletes), unless it changed in the store since. Updated
+    and created files are rewritten from the store (revision, digest), so importing again
+    finds them unchanged.
+
+    A new file is one whose front matter has no digest: DIR/documents/SLOT/NAME.md makes a
+    document (front matter optional; slot and name come from the place, the metadata
+    defaults to empty), DIR/entries/TYPE/ID.md an entry (its front matter needs at least
+    `title:`). A new file that cannot make an item is invalid, the detail saying why.
+    --dry-run runs every check and writes nothing, neither to the stores nor to DIR. A
+    symbolic link in DIR is neither read nor written through: it is reported as link and
     left alone. Exits 4 when there was a conflict, else 7 when a file was invalid or a
-    link.
+    link (with --dry-run: when there would be).
 
     \b
     Example:
-      memctl import --markdown ~/memory-review
+      memctl import --markdown ~/memory-review --dry-run
+      memctl import --markdown ~/memory-review --prune
     """
     settings = provisioned_settings(project)
 
     async def run() -> list[dict[str, Any]]:
         async with item_stores(settings) as stores:
-            return await import_tree(stores, directory.expanduser().absolute())
+            return await import_tree(stores, directory.expanduser().absolute(), dry_run=dry_run, prune=prune)
 
     reports = anyio.run(run)
     counts = Counter(r["status"] for r in reports)
-    summary = {s: counts[s] for s in ("unchanged", "updated", "conflict", "invalid", "link")}
-    error = _outcome(reports)
+    summary = {s: counts[s] for s in STATUSES}
+    error = _outcome(reports, dry_run=dry_run)
     if as_json:
-        payload: dict[str, Any] = {"ok": error is None, **summary, "items": reports}
+        payload: dict[str, Any] = {"ok": error is None, "dry_run": dry_run, **summary, "items": reports}
         if error is not None:
             payload.update(error=type(error).__name__, message=str(error), exit_code=exit_code(error))
         emit_json(payload)
     else:
-        table = Table(title="memctl import: " + ", ".join(f"{n} {s}" for s, n in summary.items()))
+        shown = ", ".join(f"{n} {_label(s, dry_run)}" for s, n in summary.items() if n) or "no files"
+        head = "memctl import --dry-run (nothing written)" if dry_run else "memctl import"
+        table = Table(title=f"{head}: {shown}")
         for column in ("status", "file", "ref", "detail"):
             table.add_column(column, overflow="fold")
         for r in reports:
             if r["status"] != "unchanged":
                 detail = r["detail"] + (f" (differs in: {', '.join(r['differs'])})" if r["differs"] else "")
-                table.add_row(r["status"], Text(r["file"]), Text(r["ref"]), Text(detail))
+                table.add_row(_label(r["status"], dry_run), Text(r["file"]), Text(r["ref"]), Text(detail))
         console.print(table)
     if error is not None:
         ctx.exit(exit_code(error) if as_json else render_error(error, as_json=False))

@@ -3,6 +3,7 @@ at a file's or a folder's place is refused and left alone, before the write or d
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import threading
@@ -185,3 +186,28 @@ def test_open_beneath_opens_nothing_through_a_linked_folder_or_file(tmp_path: Pa
     with open(fd, encoding="utf-8") as handle:
         assert handle.read() == "mine\n"
     assert untouched(victim)
+
+
+def test_remove_beneath_removes_only_the_bytes_it_wrote_and_never_through_a_link(
+    tmp_path: Path, victim: Path
+) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    write(root, "a/b/mine.md", b"as written\n")
+    write(root, "a/other.md", b"a person's\n")
+    digest = hashlib.sha256(b"as written\n").hexdigest()
+    victim_digest = hashlib.sha256(victim.read_bytes()).hexdigest()
+
+    assert links.remove_beneath(root, PurePath("a/other.md"), sha256=digest) == "changed"
+    assert links.remove_beneath(root, PurePath("a/missing.md"), sha256=digest) == "gone"
+    assert links.remove_beneath(root, PurePath("nowhere/x.md"), sha256=digest) == "gone"
+    assert links.remove_beneath(root, PurePath("a/b/mine.md"), sha256=digest) == "removed"
+    assert not (root / "a/b").exists() and (root / "a/other.md").read_bytes() == b"a person's\n"
+
+    (root / "a/linked.md").symlink_to(victim)  # the victim's bytes, behind a link
+    with pytest.raises(LinkRefused):
+        links.remove_beneath(root, PurePath("a/linked.md"), sha256=victim_digest)
+    (root / "a/dir").symlink_to(victim.parent)
+    with pytest.raises(LinkRefused):
+        links.remove_beneath(root, PurePath(f"a/dir/{victim.name}"), sha256=victim_digest)
+    assert untouched(victim) and (root / "a/linked.md").is_symlink() and (root / "a/dir").is_symlink()

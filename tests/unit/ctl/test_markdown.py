@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memctl._markdown import parse_item, relative_path, render_item
+from memctl._markdown import NewItemFile, parse_file, parse_item, relative_path, render_item
 from memory_bridge.core import DocumentItem, EntryItem
 from memory_bridge.stores import DocMetadata, Document, Entry
 
@@ -31,3 +31,17 @@ def test_render_then_parse_gives_the_item_back() -> None:
     parsed = parse_item(render_item(item), "f.md")
     assert parsed.ref == "entry:n-1" and parsed.revision == 3 and not parsed.edited
     assert parsed.content == item.content()
+
+
+def test_a_new_file_takes_its_identity_from_its_place_unless_its_front_matter_names_it() -> None:
+    slot_folder = str(relative_path(document("x.md", slot="Runbooks & Ops")).parent)
+    doc = parse_file("plain text\n", f"{slot_folder}/on-call.md", scope="app", slots=["Runbooks & Ops"])
+    assert isinstance(doc, NewItemFile) and doc.identity == {"slot": "Runbooks & Ops", "name": "on-call.md"}
+    assert doc.content["text"] == "plain text" and doc.content["scope"] == "app" and doc.content["enabled"]
+    named = parse_file("---\nslot: ops\nname: Rota\n---\nx\n", "documents/a/b.md", scope="app")
+    assert isinstance(named, NewItemFile) and named.ref == "ops/Rota"
+    entry_file = parse_file("---\ntitle: T\n---\nbody\n", "entries/decision/n-9.md", scope="app")
+    assert isinstance(entry_file, NewItemFile) and entry_file.ref == "entry:n-9"
+    assert entry_file.content["type"] == "decision" and entry_file.content["tags"] == []
+    exported = parse_file(render_item(entry("n-1")), "entries/decision/n-1.md", scope="app")
+    assert not isinstance(exported, NewItemFile) and exported.revision == 3
