@@ -1,6 +1,7 @@
 """The Knowledge API contract memctl relies on, through the bridge's tools, against a real
-Dify. scripts/test runs this module on every release CI starts (1.14.2 within the whole
-suite, 1.16.1 on its own); the release each run met is in the report's header.
+Dify. scripts/test runs this module on Dify 1.16.1 beside the suite, which runs the rest
+on 1.14.2 (whose contract suite and maintenance tests disable and enable too); the release
+each run met is in the report's header.
 
 Datasets, a save, keyword search, upsert by name, lessons, disable then enable (which
 meets Dify's stale "being indexed" flag: the change waits in the outbox until Dify
