@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .real_dify import RealDify, console, real_dify_target
+from .real_dify import RealDify, console, real_dify_release, real_dify_target
 
 # Under xdist (scripts/test runs `-n 2 --dist loadscope --no-loadscope-reorder`) a worker
 # takes each group of tests whole: a module, so its module fixtures are made once; or one
@@ -30,7 +30,7 @@ FIRST_GROUPS = {
         "tests/stack/test_stack.py",
         "tests/stack/test_upgrade.py",
     ),
-    "real_dify": ("tests/integration/test_real_dify.py",),
+    "real_dify": ("tests/integration/test_real_dify.py", "tests/integration/test_real_dify_contract.py"),
     "tiny_image": ("tests/stack/test_containers.py", "tests/stack/test_docker_container.py"),
 }
 
@@ -66,6 +66,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return xdist_group(nodeid)
 
     return GroupScheduling(config, log)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """The real Dify release the `real_dify` tests of this run talk to."""
+    url = os.environ.get("MEMCTL_TEST_DIFY_URL", "")
+    return f"real Dify: {real_dify_release(url)} at {url}" if url else None
 
 
 @pytest.fixture

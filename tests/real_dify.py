@@ -1,4 +1,4 @@
-"""A real Dify 1.14.2 API for the `real_dify` tests (started by scripts/test in CI).
+"""A real Dify API for the `real_dify` tests (scripts/test starts 1.14.2 and 1.16.1 in CI).
 
 `MEMCTL_TEST_DIFY_URL` is its origin (http://127.0.0.1:P) and `MEMCTL_TEST_DIFY_ADMIN`
 the `admin.json` that `run-dify.sh start --admin` wrote (email and password). Tests
@@ -21,7 +21,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-__all__ = ["RealDify", "console", "delete_datasets", "real_dify_target", "unique_prefix"]
+__all__ = [
+    "RealDify",
+    "console",
+    "delete_datasets",
+    "real_dify_release",
+    "real_dify_target",
+    "unique_prefix",
+]
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,15 @@ def real_dify_target() -> RealDify:
         )
     account = json.loads(Path(admin).read_text())
     return RealDify(url.rstrip("/"), account["email"], account["password"])
+
+
+def real_dify_release(url: str) -> str:
+    """The release the server names (its X-Version header), or why it could not be read."""
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/health", timeout=10)
+    except httpx.HTTPError as exc:
+        return f"unreachable ({exc.__class__.__name__})"
+    return response.headers.get("x-version") or str(response.json().get("version") or "unknown")
 
 
 @contextmanager

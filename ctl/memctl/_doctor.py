@@ -15,6 +15,7 @@ import anyio
 
 from memory_bridge import MemctlError, StoreError, load_settings
 from memory_bridge.stores import open_stores
+from memory_bridge.stores.dify import TESTED_RANGE, DurableKnowledgeStore, is_tested_version
 
 from ._clients import ALL_CLIENTS, Client, Plan, apply
 from ._containers import bridge_container
@@ -123,12 +124,34 @@ async def _store(name: str, url: str, ping: Callable[[], object]) -> Check:
     return Check(f"{name} store", "ok", url)
 
 
+def _dify_version(version: str | None) -> Check:
+    """The Dify release the knowledge store talks to, against the range memctl is tested on."""
+    if version is None:
+        return Check(
+            "dify version",
+            "warn",
+            "Dify did not name its version (no X-Version header)",
+            f"check that it is Dify {TESTED_RANGE}",
+        )
+    if not is_tested_version(version):
+        return Check(
+            "dify version",
+            "warn",
+            f"Dify {version} is outside the tested range {TESTED_RANGE}",
+            f"use Dify {TESTED_RANGE}, or expect memctl to misread some answers",
+        )
+    return Check("dify version", "ok", f"Dify {version} (tested range {TESTED_RANGE})")
+
+
 async def _stores(project: Path) -> list[Check]:
     async with open_stores(load_settings(project=project)) as (entries, knowledge):
-        return [
+        checks = [
             await _store("entry", entries.url, entries.ping),
             await _store("knowledge", knowledge.url, knowledge.ping),
         ]
+        if checks[-1].status == "ok" and isinstance(knowledge, DurableKnowledgeStore):
+            checks.append(_dify_version(knowledge.server_version))
+        return checks
 
 
 _CLIENT_MARKERS: dict[Client, str] = {

@@ -21,6 +21,7 @@ import anyio.to_thread
 from .._errors import InvalidInput, NotFound, StoreError
 from ..stores._clock import now_instant
 from ..stores._knowledge import METADATA_FIELDS, DocMetadata, KnowledgeFilter, KnowledgeStore, SearchHit
+from ..stores.dify import DurableKnowledgeStore
 from ._fence import fence
 from ._freshness import Freshness, rerank
 from ._redact import redact
@@ -398,12 +399,18 @@ async def set_document_status(
         done = await store.set_enabled(slot, document_id, action == "enable")
     if not done:
         raise NotFound(f"document {document_id} not found in slot {slot}")
+    # a change Dify could not take yet (down, or still indexing the document) waits in the outbox
+    waiting = None
+    if isinstance(store, DurableKnowledgeStore):
+        waiting = await store.waiting_change(slot, document_id)
     return {
         "ok": True,
         "datasetId": await slot_id(store, slot),
         "slot": slot,
         "documentId": document_id,
         "result": action + "d",
+        "queued": waiting is not None,
+        "reason": waiting,
     }
 
 

@@ -300,6 +300,10 @@ class DocumentStatusResult(ToolResult):
     slot: str
     documentId: str
     result: Literal["deleted", "disabled", "enabled"]
+    queued: bool = Field(
+        False, description="True: Dify could not take the change yet; it waits and is applied later."
+    )
+    reason: str | None = Field(None, description="Why a queued change waits.")
 
 
 class DocumentVersionModel(ToolResult):

@@ -244,7 +244,7 @@ def set_status(state: DifyState, dataset: Dataset, action: str, body: dict[str, 
         raise invalid_param(NO_EMBEDDING_MODEL)
     docs = [dataset.documents[i] for i in ids if isinstance(i, str) and i in dataset.documents]
     for doc in docs:
-        if doc.status_marker_until > now:
+        if max(doc.status_marker_until, doc.stale_flag_until) > now:
             raise invalid_action(f"Document:{doc.name} is being indexed, please try again later")
         if action == "disable" and progress(doc, now).status != "completed":
             raise invalid_action(f"Document: {doc.name} is not completed.")
@@ -256,14 +256,15 @@ def set_status(state: DifyState, dataset: Dataset, action: str, body: dict[str, 
 
 
 def _apply_status(state: DifyState, doc: Document, action: str, now: float) -> None:
-    """One document's change; a change that reaches the index marks it for `indexing_delay` seconds."""
+    """One document's change; a change that reaches the index marks it for `indexing_delay`
+    seconds, or for `stale_status_flag` seconds when set (the flag a fast task leaves)."""
     ready = now + state.indexing_delay
     if action == "enable" and not doc.enabled:
         doc.enabled, doc.disabled_at, doc.disabled_by = True, None, None
-        doc.status_marker_until = doc.index_ready_at = ready
+        doc.status_marker_until = doc.index_ready_at = doc.segments_switch_at = ready
     elif action == "disable" and doc.enabled:
         doc.enabled, doc.disabled_at, doc.disabled_by = False, now, state.owner.id
-        doc.status_marker_until = ready
+        doc.status_marker_until = doc.segments_switch_at = ready
     elif action == "archive" and not doc.archived:
         doc.archived = True
         if doc.enabled:
@@ -274,6 +275,8 @@ def _apply_status(state: DifyState, doc: Document, action: str, now: float) -> N
             doc.status_marker_until = doc.index_ready_at = ready
     else:
         return
+    if doc.status_marker_until == ready and state.stale_status_flag:
+        doc.stale_flag_until = now + state.stale_status_flag
     doc.updated_at = now
 
 

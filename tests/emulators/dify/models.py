@@ -124,6 +124,8 @@ class Document:
     archived: bool = False
     status_marker_until: float = 0.0  # "being indexed" after enable/disable/archive (spec §4.9)
     index_ready_at: float = 0.0  # when an enable / un_archive reaches the index
+    segments_switch_at: float = 0.0  # when the index task after enable/disable switches the segments
+    stale_flag_until: float = 0.0  # the "being indexed" flag a fast index task left behind
 
 
 @dataclass

@@ -91,3 +91,18 @@ class Quirks:
     def www_authenticate(self) -> bool:
         """401s carry `WWW-Authenticate: Bearer realm="api"` (1.10+)."""
         return self.at_least(1, 10)
+
+    @property
+    def dataset_maintainer(self) -> bool:
+        """Dataset objects carry `maintainer` (1.16+)."""
+        return self.at_least(1, 16)
+
+    @property
+    def empty_metadata_list(self) -> bool:
+        """A document without metadata has `doc_metadata: []` (1.16+) instead of null."""
+        return self.at_least(1, 16)
+
+    @property
+    def retrieve_query_object(self) -> bool:
+        """`/retrieve` answers `query` as `{"content": ...}` (1.16+) instead of the string."""
+        return self.at_least(1, 16)

@@ -46,6 +46,10 @@ def _settings(state: DifyState, model: dict[str, Any]) -> SearchSettings:
     )
 
 
+def _query(state: DifyState, query: str) -> str | dict[str, str]:
+    return {"content": query} if state.quirks.retrieve_query_object else query
+
+
 def retrieve(state: DifyState, dataset: Dataset, body: dict[str, Any], now: float) -> dict[str, Any]:
     query = body.get("query")
     if not isinstance(query, str) or not query:
@@ -65,7 +69,7 @@ def retrieve(state: DifyState, dataset: Dataset, body: dict[str, Any], now: floa
     if metadata_filter is not None:
         allowed = metadata_filter.matching(eligible)
         if not allowed:
-            return {"query": {"content": query}, "records": []}
+            return {"query": _query(state, query), "records": []}
         eligible = [d for d in eligible if d.id in allowed]
     candidates = [(segment, doc) for doc in eligible if _searchable(doc, now) for segment in doc.segments]
     hits = rank(
@@ -77,6 +81,6 @@ def retrieve(state: DifyState, dataset: Dataset, body: dict[str, Any], now: floa
     )
     null_score = state.quirks.keyword_score_null
     return {
-        "query": {"content": query},
+        "query": _query(state, query),
         "records": [record_view(hit, now, null_score=null_score) for hit in hits],
     }

@@ -11,6 +11,9 @@ Reach it as `app.state.dify`. Typical test moves:
   job now; `state.stop_workers()` / `state.start_workers()` emulate a missing Celery worker
   (documents stay `waiting`); `state.pause_document(id)` / `state.resume_document(id)`;
 * `state.indexing_failure = "..."`: jobs queued while set end in `error` with that message;
+* `state.stale_status_flag = 600`: a status change leaves Dify's "being indexed" flag for that
+  long, past its index task (the real race: Dify sets the flag after queueing the task), so
+  further status changes of the document are refused until then (`finish_indexing` keeps it);
 * `state.embedding_models` (default: one OpenAI model) and `state.rerank_models`: what the workspace's
   model providers offer; empty embedding models reproduce "No Embedding Model available";
 * `state.knowledge_rate_limit = n`: Dify Cloud's per-minute knowledge rate limit (403 past it);
@@ -58,6 +61,7 @@ class DifyState:
         self.outage: int | None = None
         self.knowledge_rate_limit: int | None = None
         self.indexing_failure: str | None = None
+        self.stale_status_flag = 0.0
         self.workers_running = True
         self.console_sessions: list[ConsoleSession] = []
         self.init_sessions: set[str] = set()  # Flask session cookies that passed INIT_PASSWORD
@@ -99,6 +103,7 @@ class DifyState:
             )
             doc.status_marker_until = min(doc.status_marker_until, now)
             doc.index_ready_at = min(doc.index_ready_at, now)
+            doc.segments_switch_at = min(doc.segments_switch_at, now)
 
     def stop_workers(self) -> None:
         """No Celery worker: jobs queued from now on stay `waiting`."""

@@ -565,6 +565,51 @@ async def test_status_changes_are_asynchronous() -> None:
         assert _names(await _retrieve(c, dataset_id, "apples")) == {"a.md"}
 
 
+async def test_a_fast_index_task_leaves_the_being_indexed_flag_behind() -> None:
+    """Dify sets the flag after queueing the task: a task that ends first leaves it for 600 s."""
+    app = create_app(indexing_delay=1.0)
+    state: DifyState = app.state.dify
+    state.stale_status_flag = 600
+    async with _client(app, state.add_api_key()) as c:
+        dataset_id = await _dataset(c)
+        created = await _document(c, dataset_id, "a.md", "apples")
+        state.finish_indexing()
+        doc_url = f"/v1/datasets/{dataset_id}/documents/{created['document']['id']}"
+        status = f"/v1/datasets/{dataset_id}/documents/status"
+        ids = {"document_ids": [created["document"]["id"]]}
+        assert (await c.patch(f"{status}/disable", json=ids)).status_code == 200
+        assert [s["enabled"] for s in (await c.get(f"{doc_url}/segments")).json()["data"]] == [True]
+        state.finish_indexing()
+        assert [s["enabled"] for s in (await c.get(f"{doc_url}/segments")).json()["data"]] == [False]
+        busy = await c.patch(f"{status}/enable", json=ids)
+        assert busy.json()["message"] == "Document:a.md is being indexed, please try again later"
+        state.advance(601)
+        assert (await c.patch(f"{status}/enable", json=ids)).status_code == 200
+        state.advance(2)
+        assert [s["enabled"] for s in (await c.get(f"{doc_url}/segments")).json()["data"]] == [True]
+        assert _names(await _retrieve(c, dataset_id, "apples")) == {"a.md"}
+
+
+@pytest.mark.parametrize("version", ["1.14.2", "1.16.1"])
+async def test_the_fields_that_changed_in_1_16(version: str) -> None:
+    """1.16: datasets gain `maintainer`, a document without metadata lists `[]` (not null),
+    and `/retrieve` answers `query` as an object."""
+    app = create_app(version=version)
+    state: DifyState = app.state.dify
+    new = version.startswith("1.16")
+    async with _client(app, state.add_api_key()) as c:
+        dataset_id = await _dataset(c)
+        dataset = (await c.get(f"/v1/datasets/{dataset_id}")).json()
+        assert ("maintainer" in dataset) is new
+        created = await _document(c, dataset_id, "a.md", "apples")
+        doc = (await c.get(f"/v1/datasets/{dataset_id}/documents/{created['document']['id']}")).json()
+        assert doc["doc_metadata"] == ([] if new else None)
+        listed = (await c.get(f"/v1/datasets/{dataset_id}/documents")).json()["data"]
+        assert listed[0]["doc_metadata"] == ([] if new else None)
+        found = (await _retrieve(c, dataset_id, "apples")).json()
+        assert found["query"] == ({"content": "apples"} if new else "apples")
+
+
 async def test_delete_document_reply_by_version() -> None:
     app = create_app(version="1.13.3")
     async with _client(app, app.state.dify.add_api_key()) as c:

@@ -88,14 +88,15 @@ def dataset_view(state: DifyState, dataset: Dataset, now: float) -> dict[str, An
         "total_available_documents": available,
         "enable_api": dataset.enable_api,
         "is_multimodal": False,
-        "maintainer": state.owner.name,
+        **({"maintainer": state.owner.name} if state.quirks.dataset_maintainer else {}),
     }
 
 
-def _metadata_list(state: DifyState, dataset: Dataset, doc: Document) -> list[dict[str, Any]]:
-    """Bound custom fields, then the five built-ins; [] while the stored dict is empty."""
+def _metadata_list(state: DifyState, dataset: Dataset, doc: Document) -> list[dict[str, Any]] | None:
+    """Bound custom fields, then the five built-ins; while the stored dict is empty [] (1.16+)
+    or null (before)."""
     if not doc.metadata:
-        return []
+        return [] if state.quirks.empty_metadata_list else None
     values = doc.metadata
     bound = [dataset.fields[i] for i in doc.bindings if i in dataset.fields]
     items = [{"id": f.id, "name": f.name, "type": f.type, "value": values.get(f.name)} for f in bound]
@@ -203,7 +204,12 @@ def indexing_status_view(doc: Document, now: float) -> dict[str, Any]:
     }
 
 
-def _segment_core(doc: Document, segment: Segment, status: str, p: Progress) -> dict[str, Any]:
+def _segments_enabled(doc: Document, now: float) -> bool:
+    """Segments follow their document once the index task of its last status change ran."""
+    return doc.enabled if now >= doc.segments_switch_at else not doc.enabled
+
+
+def _segment_core(doc: Document, segment: Segment, status: str, p: Progress, now: float) -> dict[str, Any]:
     completed = status == "completed"
     return {
         "id": segment.id,
@@ -218,7 +224,7 @@ def _segment_core(doc: Document, segment: Segment, status: str, p: Progress) -> 
         "index_node_id": segment.index_node_id,
         "index_node_hash": hashlib.sha256(segment.content.encode()).hexdigest(),
         "hit_count": 0,
-        "enabled": True,
+        "enabled": _segments_enabled(doc, now),
         "disabled_at": None,
         "disabled_by": None,
         "status": status,
@@ -233,7 +239,7 @@ def _segment_core(doc: Document, segment: Segment, status: str, p: Progress) -> 
 
 def segment_view(doc: Document, segment: Segment, status: str, now: float) -> dict[str, Any]:
     """A segment as S2/S3 list it (spec §4.10)."""
-    view = _segment_core(doc, segment, status, progress(doc, now))
+    view = _segment_core(doc, segment, status, progress(doc, now), now)
     view.update(
         updated_at=view["created_at"],
         updated_by=None,
@@ -247,7 +253,7 @@ def segment_view(doc: Document, segment: Segment, status: str, now: float) -> di
 def record_view(hit: Hit, now: float, *, null_score: bool) -> dict[str, Any]:
     """One retrieve record (spec §6.2); the document's metadata is the raw dict."""
     doc = hit.document
-    segment = _segment_core(doc, hit.segment, "completed", progress(doc, now))
+    segment = _segment_core(doc, hit.segment, "completed", progress(doc, now), now)
     segment["document"] = {
         "id": doc.id,
         "data_source_type": "upload_file",

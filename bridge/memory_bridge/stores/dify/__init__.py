@@ -7,16 +7,19 @@ import typing as _typing
 from ..._lazy import lazy_attributes as _lazy_attributes
 
 _LAZY = {
+    "TESTED_RANGE": "._client",
     "DurableKnowledgeStore": "._outbox",
     "Outbox": "._outbox",
+    "is_tested_version": "._client",
     "onboard": "._onboarding",
 }
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
 if _typing.TYPE_CHECKING:
+    from ._client import TESTED_RANGE, is_tested_version
     from ._onboarding import onboard
     from ._outbox import DurableKnowledgeStore, Outbox
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
 
-__all__ = ["DurableKnowledgeStore", "Outbox", "onboard"]
+__all__ = ["TESTED_RANGE", "DurableKnowledgeStore", "Outbox", "is_tested_version", "onboard"]

@@ -4,7 +4,9 @@ Errors come back as one taxonomy: network trouble, timeouts and 502/503/504 are
 `StoreUnavailable` (retried here with backoff first); any other 5xx is `StoreFailed`
 (Dify took the request and failed on it, e.g. a database constraint: not an outage);
 401/403 `AccessDenied`; 404 `NotFound`; 409 `Conflict`; any other 4xx `InvalidInput`.
-The server's version is read from the `X-Version` header of every reply.
+A status change Dify refuses because the document "is being indexed" is a `Conflict`
+once the caller's patience runs out: Dify's flag can outlive the re-index by up to
+`STALE_FLAG_SECONDS`. The server's version is read from the `X-Version` header of every reply.
 """
 
 from __future__ import annotations
@@ -26,17 +28,29 @@ from ..._errors import (
     StoreUnavailable,
 )
 
-__all__ = ["TESTED_VERSIONS", "DifyClient", "version_tuple"]
+__all__ = [
+    "STALE_FLAG_SECONDS",
+    "TESTED_RANGE",
+    "TESTED_VERSIONS",
+    "DifyClient",
+    "is_tested_version",
+    "version_tuple",
+]
 
 log = logging.getLogger("memctl.dify")
 
 TESTED_VERSIONS = ((1, 14, 0), (1, 16, 99))  # inclusive range this client is tested against
+TESTED_RANGE = "1.14 to 1.16"
 _RETRIES = 3
 _BACKOFF = 0.2
 _PAGE = 100
 _OUTAGE_STATUSES = (502, 503, 504)  # a proxy or gateway without a Dify behind it
 _BUSY = ("is being indexed, please try again later", "Another document metadata operation is running")
 _BUSY_SECONDS = 60.0
+# Dify sets a document's "being indexed" flag (600 s) after it queues a status change's
+# task, so a task that ends first leaves the flag behind, and every further status change
+# of the document is refused until it expires.
+STALE_FLAG_SECONDS = 660.0
 _KEYWORD_TABLE_RACE = "dataset_keyword_tables_dataset_id_key"
 
 
@@ -45,6 +59,13 @@ def version_tuple(text: str) -> tuple[int, ...] | None:
         return tuple(int(part) for part in text.split("-")[0].split(".")[:3])
     except ValueError:
         return None
+
+
+def is_tested_version(version: str) -> bool:
+    """Whether a Dify version (as its X-Version header names it) is inside TESTED_VERSIONS."""
+    parsed = version_tuple(version)
+    low, high = TESTED_VERSIONS
+    return parsed is not None and low <= parsed <= high
 
 
 def _message(response: httpx.Response) -> str:
@@ -87,15 +108,12 @@ class DifyClient:
         if not version or version == self.server_version:
             return
         self.server_version = version
-        parsed = version_tuple(version)
-        low, high = TESTED_VERSIONS
-        if (parsed is None or not low <= parsed <= high) and not self._warned:
+        if not is_tested_version(version) and not self._warned:
             self._warned = True
             log.warning(
-                "Dify %s is outside the tested range %s to %s; memctl may misread its answers",
+                "Dify %s is outside the tested range %s; memctl may misread its answers",
                 version,
-                ".".join(map(str, low)),
-                "1.16.x",
+                TESTED_RANGE,
             )
 
     async def request(self, method: str, path: str, operation: str, **kwargs: Any) -> Any:
@@ -237,44 +255,43 @@ class DifyClient:
     async def delete_document(self, dataset_id: str, document_id: str) -> None:
         await self.request("DELETE", f"/datasets/{dataset_id}/documents/{document_id}", "delete document")
 
-    async def _patiently(self, method: str, path: str, operation: str, **kwargs: Any) -> Any:
+    async def _patiently(
+        self, method: str, path: str, operation: str, *, patience: float = _BUSY_SECONDS, **kwargs: Any
+    ) -> Any:
         """A request Dify refuses (400) while another operation on the document runs, a
         re-index or a metadata write: the refusal is retried with backoff for up to
-        `_BUSY_SECONDS`."""
+        `patience` seconds."""
         delay, waited = _BACKOFF, 0.0
         while True:
             try:
                 return await self.request(method, path, operation, **kwargs)
             except InvalidInput as exc:
-                if not any(busy in str(exc) for busy in _BUSY) or waited >= _BUSY_SECONDS:
+                if not any(busy in str(exc) for busy in _BUSY) or waited >= patience:
                     raise
             await anyio.sleep(delay)
             waited += delay
             delay = min(delay * 2, 2.0)
 
-    async def set_status(self, dataset_id: str, document_id: str, action: str) -> None:
-        await self._patiently(
-            "PATCH",
-            f"/datasets/{dataset_id}/documents/status/{action}",
-            f"{action} document",
-            json={"document_ids": [document_id]},
-        )
-
-    async def reindexing(self, dataset_id: str, document_id: str) -> bool:
-        """Whether Dify still re-indexes an enabled document after a status change: it
-        refuses a repeated `enable` then, and ignores it otherwise."""
+    async def set_status(self, dataset_id: str, document_id: str, action: str, *, patience: float) -> None:
+        """Enable, disable or archive a document; a refusal while Dify (says it) indexes the
+        document is retried for `patience` seconds, then raised as `Conflict`."""
+        operation = f"{action} document"
         try:
-            await self.request(
+            await self._patiently(
                 "PATCH",
-                f"/datasets/{dataset_id}/documents/status/enable",
-                "enable document",
+                f"/datasets/{dataset_id}/documents/status/{action}",
+                operation,
+                patience=patience,
                 json={"document_ids": [document_id]},
             )
         except InvalidInput as exc:
             if _BUSY[0] not in str(exc):
                 raise
-            return True
-        return False
+            raise Conflict(
+                f"{operation}: Dify still marks document {document_id} as being indexed (the mark can"
+                f" outlast the indexing by up to {STALE_FLAG_SECONDS / 60:.0f} minutes)",
+                operation=operation,
+            ) from exc
 
     async def set_segment_keywords(
         self, dataset_id: str, document_id: str, segment: dict[str, Any], keywords: list[str]

@@ -9,12 +9,17 @@ Failures are classified, so one bad write cannot poison the queue:
 
 - *outage* (`StoreUnavailable`: connect errors, timeouts, 502/503/504): the pass
   stops and later writes queue for a while; the write is retried on the next pass;
+- *busy* (`Conflict` on a status change: Dify still marks the document as being
+  indexed, which can last ten minutes): only that write waits, retried every
+  `BUSY_RETRY_SECONDS` for up to `BUSY_GIVE_UP_SECONDS`, then counted as rejected;
 - *rejected* (any other store error, e.g. a 500 or a 4xx): retried on the next
   `MAX_REJECTIONS - 1` passes, then dead-lettered: kept with its error for
   `memctl status` and `memctl outbox list|retry|drop`, never replayed on its own.
 
 Order is kept per document (slot and name, or slot and document id): a write waits
 only behind earlier pending writes to the same document, never behind a dead one.
+A queued write keeps why it waits (`last_error`), which its caller and `memctl outbox`
+show.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..._errors import MetadataPending, StoreError, StoreUnavailable
+from ..._errors import Conflict, MetadataPending, StoreError, StoreUnavailable
 from .._knowledge import (
     DocMetadata,
     Document,
@@ -42,6 +47,8 @@ from ..sqlite._db import Database
 from ..sqlite._schema import run_migrations
 
 __all__ = [
+    "BUSY_GIVE_UP_SECONDS",
+    "BUSY_RETRY_SECONDS",
     "MAX_REJECTIONS",
     "QUIET_SECONDS",
     "DurableKnowledgeStore",
@@ -52,6 +59,9 @@ __all__ = [
 
 QUIET_SECONDS = 5.0
 MAX_REJECTIONS = 3
+BUSY_RETRY_SECONDS = 15.0
+BUSY_GIVE_UP_SECONDS = 1800.0  # three times Dify's ten-minute "being indexed" flag
+_BEHIND = "waits behind an earlier queued change of the same document"
 
 _MIGRATIONS = (
     """
@@ -101,10 +111,14 @@ class OutboxEntry:
     last_error: str
 
     def summary(self) -> dict[str, Any]:
-        """The entry without the document text (for listings)."""
+        """The entry without the document text (for listings); a status change is named by
+        what it does (enable, disable)."""
+        operation = self.operation
+        if operation == "set_enabled":
+            operation = "enable" if self.payload.get("enabled") else "disable"
         return {
             "seq": self.seq,
-            "operation": self.operation,
+            "operation": operation,
             "document": self.doc_key,
             "created_at": self.created_at,
             "attempts": self.attempts,
@@ -142,11 +156,14 @@ class Outbox:
         self.path = path
         self._db = Database(path, lambda conn, p: run_migrations(conn, p, _MIGRATIONS))
 
-    async def append(self, operation: str, payload: dict[str, Any]) -> int:
+    async def append(self, operation: str, payload: dict[str, Any], reason: str = "") -> int:
+        """Queue a write; `reason` says why it could not be applied now."""
+
         def run(conn: sqlite3.Connection, now: float) -> int:
             cursor = conn.execute(
-                "INSERT INTO outbox (operation, payload, doc_key, created_at) VALUES (?, ?, ?, ?)",
-                (operation, json.dumps(payload), _doc_key(operation, payload), now),
+                "INSERT INTO outbox (operation, payload, doc_key, created_at, last_error)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (operation, json.dumps(payload), _doc_key(operation, payload), now, reason),
             )
             return int(cursor.lastrowid or 0)
 
@@ -184,6 +201,18 @@ class Outbox:
                 is not None
             ),
         )
+
+    async def waiting_reason(self, operation: str, payload: dict[str, Any]) -> str | None:
+        """Why the newest pending write to the same document waits, or None if none waits."""
+        key = _doc_key(operation, payload)
+        row = await self._db.read(
+            "outbox waiting",
+            lambda conn, now: conn.execute(
+                "SELECT last_error FROM outbox WHERE failed = 0 AND doc_key = ? ORDER BY seq DESC LIMIT 1",
+                (key,),
+            ).fetchone(),
+        )
+        return None if row is None else str(row[0] or "queued")
 
     async def done(self, seq: int) -> None:
         await self._db.write(
@@ -278,6 +307,16 @@ def _outage(exc: StoreError) -> bool:
     return isinstance(cause, StoreUnavailable)
 
 
+def _busy(entry: OutboxEntry, exc: StoreError) -> bool:
+    """A status change Dify refuses while it marks the document as being indexed, not yet
+    for longer than its flag can last."""
+    return (
+        entry.operation == "set_enabled"
+        and isinstance(exc, Conflict)
+        and time.time() - entry.created_at < BUSY_GIVE_UP_SECONDS
+    )
+
+
 class DurableKnowledgeStore:
     """A remote knowledge store whose writes survive its outages."""
 
@@ -287,6 +326,7 @@ class DurableKnowledgeStore:
         self.url = inner.url
         self._quiet_until = 0.0  # after an outage, writes queue at once for a few seconds
         self._slots: list[SlotInfo] | None = None
+        self._busy_until: dict[int, float] = {}  # seq -> when a busy status change is tried again
 
     async def _apply(self, operation: str, payload: dict[str, Any]) -> Any:
         if operation == "upsert":
@@ -298,19 +338,42 @@ class DurableKnowledgeStore:
             return await self.inner.set_enabled(payload["slot"], payload["document_id"], payload["enabled"])
         return await self.inner.delete(payload["slot"], payload["document_id"])
 
+    @property
+    def server_version(self) -> str | None:
+        """The Dify version its last answer named (None before any answer)."""
+        from ._store import DifyKnowledgeStore  # httpx only where Dify is spoken to
+
+        return self.inner.client.server_version if isinstance(self.inner, DifyKnowledgeStore) else None
+
     def _down(self) -> bool:
         return time.monotonic() < self._quiet_until
 
     async def _write(self, operation: str, payload: dict[str, Any]) -> tuple[Any, int | None]:
-        """Apply now unless the store is down or a write to the same document waits; else queue."""
+        """Apply now unless the store is down or a write to the same document waits; else
+        queue, with the reason. A status change Dify refuses as busy queues too."""
         if not self._down() and await self.outbox.ready():
-            await self.upkeep()
-        if not self._down() and not await self.outbox.waiting(operation, payload):
+            await self._replay(retry_busy=False)
+        if self._down():
+            reason = "Dify was unavailable moments ago"
+        elif await self.outbox.waiting(operation, payload):
+            reason = _BEHIND
+        else:
             try:
                 return await self._apply(operation, payload), None
-            except StoreUnavailable:
+            except StoreUnavailable as exc:
                 self._quiet_until = time.monotonic() + QUIET_SECONDS
-        return None, await self.outbox.append(operation, payload)
+                reason = str(exc)
+            except Conflict as exc:
+                if operation != "set_enabled":
+                    raise
+                seq = await self.outbox.append(operation, payload, str(exc))
+                self._busy_until[seq] = time.monotonic() + BUSY_RETRY_SECONDS
+                return None, seq
+        return None, await self.outbox.append(operation, payload, reason)
+
+    async def waiting_change(self, slot: str, document_id: str) -> str | None:
+        """Why a status change or delete of this document waits in the outbox (None: none waits)."""
+        return await self.outbox.waiting_reason("set_enabled", {"slot": slot, "document_id": document_id})
 
     async def upsert(
         self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
@@ -351,9 +414,16 @@ class DurableKnowledgeStore:
         return True if seq is not None else bool(result)
 
     async def upkeep(self) -> int:
-        """Replay the ready writes, each at most once per call; stop at an outage."""
+        """Replay the ready writes, each at most once per call; stop at an outage. A status
+        change Dify still refuses as busy is tried again after `BUSY_RETRY_SECONDS`."""
+        return await self._replay(retry_busy=True) + await self.inner.upkeep()
+
+    async def _replay(self, *, retry_busy: bool) -> int:
+        """Replay what is ready; busy status changes only with `retry_busy` (the background
+        upkeep), so a write never waits for Dify to refuse one of them again."""
         replayed = 0
-        tried: set[int] = set()
+        now = time.monotonic()
+        tried = {seq for seq, when in self._busy_until.items() if when > now or not retry_busy}
         while batch := [e for e in await self.outbox.ready() if e.seq not in tried]:
             for entry in batch:
                 tried.add(entry.seq)
@@ -364,12 +434,17 @@ class DurableKnowledgeStore:
                         await self.outbox.postpone(entry.seq, str(exc))
                         self._quiet_until = time.monotonic() + QUIET_SECONDS
                         return replayed
+                    if _busy(entry, exc):
+                        await self.outbox.postpone(entry.seq, str(exc))
+                        self._busy_until[entry.seq] = time.monotonic() + BUSY_RETRY_SECONDS
+                        continue
                     await self.outbox.reject(entry.seq, str(exc))
                     continue
                 self._quiet_until = 0.0  # the store answers again
+                self._busy_until.pop(entry.seq, None)
                 await self.outbox.done(entry.seq)
                 replayed += 1
-        return replayed + await self.inner.upkeep()
+        return replayed
 
     # -- reads pass through -------------------------------------------------------------------
 

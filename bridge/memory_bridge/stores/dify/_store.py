@@ -45,7 +45,7 @@ from .._knowledge import (
     SlotInfo,
     UpsertOutcome,
 )
-from ._client import DifyClient
+from ._client import STALE_FLAG_SECONDS, DifyClient
 
 __all__ = ["DifyKnowledgeStore"]
 
@@ -55,6 +55,7 @@ _RECALL_FIELDS = ("last_recalled_at", "recall_count")
 _OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha", *_RECALL_FIELDS, *MARK_FIELDS)
 _SCALAR = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 _WAIT_SECONDS = 30.0
+_STATUS_PATIENCE = 3.0  # a status change refused while Dify re-indexes, retried this long
 _SUBSTRING_CANDIDATES = 200
 _CANDIDATES = 50
 _Keying = Literal["ready", "wait", "gone"]
@@ -266,12 +267,16 @@ class DifyKnowledgeStore:
                 )
             await anyio.sleep(0.2)
 
-    async def _wait_segments_disabled(self, dataset: _Dataset, document_id: str) -> None:
-        """Until Dify's index task has disabled every segment of a disabled document (then
-        retrieval skips it), at most _WAIT_SECONDS; after that searches may still find it
-        for a while, which is all a disable without waiting promises anyway."""
+    async def _segments_enabled(self, dataset: _Dataset, document_id: str) -> list[bool]:
+        return [bool(s.get("enabled", False)) for s in await self.client.segments(dataset.id, document_id)]
+
+    async def _wait_segments(self, dataset: _Dataset, document_id: str, *, enabled: bool) -> None:
+        """Until Dify's index task after a status change is over, at most _WAIT_SECONDS: it
+        switches every segment of the document last (a disabled one is then skipped by
+        retrieval, an enabled one has Dify's keywords again). After that searches may still
+        differ for a while, which is all a status change without waiting promises anyway."""
         deadline = time.monotonic() + _WAIT_SECONDS
-        while any(s.get("enabled", False) for s in await self.client.segments(dataset.id, document_id)):
+        while any(state != enabled for state in await self._segments_enabled(dataset, document_id)):
             if time.monotonic() > deadline:
                 return
             await anyio.sleep(0.2)
@@ -334,7 +339,9 @@ class DifyKnowledgeStore:
             return "gone"  # enabling it again sets its keywords
         if doc.get("indexing_status") != "completed":
             return "wait"
-        return "wait" if enabled and await self.client.reindexing(dataset.id, document_id) else "ready"
+        if enabled and not all(await self._segments_enabled(dataset, document_id)):
+            return "wait"  # the enable's re-index (it enables the segments last) is not over
+        return "ready"
 
     async def _set_keywords(self, dataset: _Dataset, document_id: str) -> None:
         for segment in await self.client.segments(dataset.id, document_id):
@@ -412,16 +419,13 @@ class DifyKnowledgeStore:
         except NotFound:
             return False
         action = "enable" if enabled else "disable"
-        await self.client.set_status(dataset.id, document_id, action)
-        # Dify refuses a repeat while it re-indexes, and ignores it after: waiting for an
-        # enable's re-index. Not after a disable: Dify 1.14.2 sets its "being indexed" flag
-        # after queueing the task, so a fast task leaves the flag for ten minutes and the
-        # repeat could only time out. Retrieval skips a segment once that task has disabled
-        # it, not the document at once: waiting for the segments instead.
-        if self._wait_indexed and enabled:
-            await self.client.set_status(dataset.id, document_id, action)
-        if self._wait_indexed and not enabled:
-            await self._wait_segments_disabled(dataset, document_id)
+        # Dify refuses a status change while its "being indexed" flag is set, and the flag
+        # can outlive the re-index by ten minutes: saves that wait, wait that out; otherwise
+        # the refusal is a Conflict after a few seconds (the outbox waits for it instead).
+        patience = STALE_FLAG_SECONDS if self._wait_indexed else _STATUS_PATIENCE
+        await self.client.set_status(dataset.id, document_id, action, patience=patience)
+        if self._wait_indexed:
+            await self._wait_segments(dataset, document_id, enabled=enabled)
         if enabled:  # re-indexing extracts Dify's own keywords again
             await self._after_indexing(dataset, document_id, enabled=True)
         return True
@@ -601,8 +605,8 @@ class DifyKnowledgeStore:
         for document_id, (dataset, enabled) in list(self._unkeyed.items()):
             try:
                 await self._wait_until(dataset, document_id, ("completed",))
-                if enabled:  # a repeated enable waits out the re-index
-                    await self.client.set_status(dataset.id, document_id, "enable")
+                if enabled:  # the enable's re-index would replace them
+                    await self._wait_segments(dataset, document_id, enabled=True)
                 await self._set_keywords(dataset, document_id)
             except StoreError as exc:
                 log.warning("keywords of %s not set: %s", document_id, exc)
