@@ -79,13 +79,6 @@ class LazyGroup(click.Group):
 
             ctx.exit(render_error(error, as_json=wants_json(ctx)))
 
-    def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
-        name, command, rest = super().resolve_command(ctx, args)
-        name_cause(f"memctl {name}")  # the version log names the command behind each change
-        return name, command, rest
-
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -95,7 +88,9 @@ class LazyGroup(click.Group):
         name = args[0]
         if name not in COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
             ctx.fail(f"No such command {name!r}.{_did_you_mean(name)}")
-        return super().resolve_command(ctx, args)
+        found, command, rest = super().resolve_command(ctx, args)
+        name_cause(f"memctl {found}")  # the version log names the command behind each change
+        return found, command, rest
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:

@@ -42,6 +42,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("disable_document", {"dataset": "knowledge", "documentId": "a.md"}),
     ("enable_document", {"dataset": "knowledge", "documentId": "a.md"}),
     ("delete_document", {"dataset": "knowledge", "documentId": "a.md"}),
+    ("document_history", {"dataset": "knowledge", "documentId": "a.md"}),
+    ("document_rollback", {"dataset": "knowledge", "documentId": "a.md", "version": 1}),
     ("audit_memory", {}),
     ("consolidate_memory", {}),
     ("scan_documents", {}),
