@@ -12,7 +12,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from ..day2.stores import documents, entry_records
+from ..day2.stores import documents, entry_records, seed_documents
 from .browser import Browser, Server, chromium, memctl_ui, require_chromium
 from .conftest import HOSTILE
 
@@ -182,4 +182,39 @@ def test_reading_and_correcting_without_javascript(server: Server, artifacts: Pa
         driver.get(server.url + "status")
         assert "entries store" in text(browser, "#status")
         browser.shot("nojs-status")
+        only_local(browser, server)
+
+
+def test_a_documents_history_panel_and_the_deleted_view_bring_a_version_back(
+    server: Server, artifacts: Path, project: Path
+) -> None:
+    curated = documents(project)[("knowledge", "deploy.md")][0]
+    seed_documents(
+        project, [("knowledge", "deploy.md", "A bad overwrite.", {"atom_type": "project-lore"}, True)]
+    )
+    with chromium(artifacts, javascript=False) as browser:
+        driver = browser.driver
+        log_in(browser, server)
+        driver.get(server.url + "knowledge?slot=knowledge")
+        follow(browser, "deploy.md", By.LINK_TEXT)
+        old_link = driver.current_url
+        assert "+A bad overwrite." in text(browser, "#version-2 pre.diff")
+        browser.shot("history-panel")
+        driver.find_element(By.CSS_SELECTOR, "input[name=confirm]").click()
+        follow(browser, "#delete")
+        assert ("knowledge", "deploy.md") not in documents(project)
+
+        driver.get(old_link)  # a deleted document's link says so and offers it back
+        assert "This document was deleted" in text(browser, "#deleted-note")
+        browser.shot("deleted-document")
+        driver.get(server.url + "deleted")
+        assert "knowledge/deploy.md" in text(browser, "#deleted")
+        browser.shot("deleted-view")
+        follow(browser, "#deleted form.rollback button")
+        assert "it was deleted and is back" in text(browser, "#done")
+        assert documents(project)[("knowledge", "deploy.md")][0] == "A bad overwrite."
+
+        follow(browser, "#version-1 form.rollback button")
+        assert "version 1 restored" in text(browser, "#done")
+        assert documents(project)[("knowledge", "deploy.md")][0] == curated
         only_local(browser, server)

@@ -15,10 +15,14 @@ from memory_bridge.core import (
     EntryItem,
     SaveOutcome,
     content_digest,
+    deleted_documents,
+    document_history,
     find_item,
     forget_item,
     item_versions,
     list_lessons,
+    locate_document,
+    rollback_document,
     rollback_item,
     save_item,
     search_items,
@@ -33,7 +37,7 @@ from ._view import Handler, View
 __all__ = ["PAGES", "WRITES"]
 
 _PAGE = 50  # rows of a list page
-_HISTORY = 20  # versions an entry page shows
+_HISTORY = 20  # versions an entry or document page shows
 _EVENTS = 200  # capture log events shown
 
 
@@ -127,13 +131,39 @@ async def entry(view: View) -> Response:
 
 
 async def document(view: View) -> Response:
-    item = await _document(view, view.text("id"))
+    id = view.text("id")
+    try:
+        item = await _document(view, id)
+    except NotFound:
+        return await _deleted_document(view, id)
+    doc = item.document
+    history = await document_history(
+        view.items.knowledge, doc.slot, doc.name, limit=_HISTORY, with_diffs=True
+    )
     return view.page(
         "document.html.j2",
         item=item,
-        document=item.document,
+        document=doc,
         content=item.content(),
         digest=content_digest(item.content()),
+        history=history,
+    )
+
+
+async def _deleted_document(view: View, id: str) -> Response:
+    """A deleted document's old link: says so, and offers its last version back."""
+    try:
+        slot, name = await locate_document(view.items.knowledge, None, document_id=id)
+    except NotFound:
+        raise NotFound(f"no document {id}, live or deleted", operation="ui") from None
+    history = await document_history(view.items.knowledge, slot, name, limit=_HISTORY, with_diffs=True)
+    return view.page("document-deleted.html.j2", 404, history=history)
+
+
+async def deleted(view: View) -> Response:
+    slot = view.text("slot") or None
+    return view.page(
+        "deleted.html.j2", documents=await deleted_documents(view.items.knowledge, slot), slot=slot
     )
 
 
@@ -195,6 +225,16 @@ async def rollback(view: View) -> Response:
     return _back(f"/entry/{quote(item.entry.id, safe='')}", done)
 
 
+async def document_rollback(view: View) -> Response:
+    slot, name, version = view.field("slot"), view.field("name"), view.field_number("version")
+    done = await rollback_document(
+        view.items.knowledge, slot, name, version, expected_version=view.field_number("expected_version")
+    )
+    back = " (it was deleted and is back)" if done["undeleted"] else ""
+    note = f"{slot}/{name}: version {version} restored as version {done['version']}{back}"
+    return _back(f"/document/{quote(done['documentId'], safe='')}", note)
+
+
 async def disable(view: View) -> Response:
     item = await _document(view, view.field("id"))
     done = await forget_item(view.items, item, disable=True)
@@ -228,6 +268,7 @@ PAGES: dict[str, Handler] = {
     "/knowledge": knowledge,
     "/entry/{id:path}": entry,
     "/document/{id:path}": document,
+    "/deleted": deleted,
     "/lessons": lessons,
     "/capture": capture,
     "/status": status,
@@ -237,4 +278,5 @@ WRITES: dict[str, Handler] = {
     "/document-disable": disable,
     "/document-enable": enable,
     "/document-delete": delete,
+    "/document-rollback": document_rollback,
 }

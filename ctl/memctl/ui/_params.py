@@ -68,6 +68,14 @@ ROUTES: dict[str, tuple[Param, ...]] = {
     "/document-disable": (_CSRF, _FORM_ID),
     "/document-enable": (_CSRF, _FORM_ID, _DIGEST),
     "/document-delete": (_CSRF, _FORM_ID, Param("confirm", "form", max_length=20)),
+    "/deleted": (Param("slot", max_length=120), _DONE),
+    "/document-rollback": (
+        _CSRF,
+        Param("slot", "form", max_length=120),
+        Param("name", "form", max_length=1024),
+        Param("version", "form", number=True),
+        Param("expected_version", "form", number=True),
+    ),
 }
 
 
