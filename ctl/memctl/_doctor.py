@@ -14,7 +14,7 @@ from typing import Literal
 import anyio
 
 from memory_bridge import MemctlError, StoreError, load_settings
-from memory_bridge.stores import open_stores
+from memory_bridge.stores import open_stores, unversioned
 from memory_bridge.stores.dify import TESTED_RANGE, DurableKnowledgeStore, is_tested_version
 
 from ._clients import ALL_CLIENTS, Client, Plan, apply
@@ -149,8 +149,9 @@ async def _stores(project: Path) -> list[Check]:
             await _store("entry", entries.url, entries.ping),
             await _store("knowledge", knowledge.url, knowledge.ping),
         ]
-        if checks[-1].status == "ok" and isinstance(knowledge, DurableKnowledgeStore):
-            checks.append(_dify_version(knowledge.server_version))
+        durable = unversioned(knowledge)
+        if checks[-1].status == "ok" and isinstance(durable, DurableKnowledgeStore):
+            checks.append(_dify_version(durable.server_version))
         return checks
 
 

@@ -20,6 +20,7 @@ import pytest
 from mcp import Client
 
 from memory_bridge import build_server, load_settings, open_state
+from memory_bridge.stores import unversioned
 from memory_bridge.stores.dify import DurableKnowledgeStore
 from memory_bridge.tools._state import AppState
 
@@ -139,12 +140,14 @@ async def test_disable_then_enable_ends_enabled_and_searchable(served: tuple[Cli
     assert enabled["result"] == "enabled"
     if enabled["queued"]:  # Dify's flag outlived the disable's re-index
         assert "being indexed" in enabled["reason"]
-        assert isinstance(state.knowledge, DurableKnowledgeStore)
-        waiting = await state.knowledge.outbox.entries()
+        durable = unversioned(state.knowledge)
+        assert isinstance(durable, DurableKnowledgeStore)
+        waiting = await durable.outbox.entries()
         assert [e.summary()["operation"] for e in waiting] == ["enable"]
     await settle(state, lambda: _has(client, "flagsmith", "flags.md"), seconds=FLAG_SECONDS)
-    assert isinstance(state.knowledge, DurableKnowledgeStore)
-    assert (await state.knowledge.outbox.status())["pending"] == 0
+    durable = unversioned(state.knowledge)
+    assert isinstance(durable, DurableKnowledgeStore)
+    assert (await durable.outbox.status())["pending"] == 0
     current = await state.knowledge.get("knowledge", saved["documentId"])
     assert current is not None and current.enabled
 

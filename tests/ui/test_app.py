@@ -204,7 +204,7 @@ def test_a_hostile_capture_log_is_shown_as_text(client: TestClient, project: Pat
     ("path", "status", "says"),
     [
         ("/entry/no-such-entry", 404, "no entry or document"),
-        ("/document/no-such-doc", 404, "no entry or document"),
+        ("/document/no-such-doc", 404, "no document no-such-doc, live or deleted"),
         ("/knowledge?slot=nope", 404, "no knowledge slot"),
         ("/entries?offset=-3", 400, "offset"),
         ("/entries?offset=x", 400, "whole number"),

@@ -49,6 +49,13 @@ PARAMETERS: dict[str, list[tuple[str, str, str]]] = {
     "/document-disable": [("form", "id", TEXT)],
     "/document-enable": [("form", "id", TEXT), ("form", "base_digest", TEXT)],
     "/document-delete": [("form", "id", TEXT), ("form", "confirm", TEXT)],
+    "/deleted": [("query", "slot", TEXT), ("query", "done", TEXT)],
+    "/document-rollback": [
+        ("form", "slot", TEXT),
+        ("form", "name", TEXT),
+        ("form", "version", NUMBER),
+        ("form", "expected_version", NUMBER),
+    ],
 }
 BAD_UTF8 = "%FF%FEx%C3"  # sent as is: percent-escapes of bytes that are no UTF-8
 # Wrong for any parameter of the kind; a text parameter takes any number as text.

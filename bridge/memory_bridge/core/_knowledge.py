@@ -21,6 +21,7 @@ import anyio.to_thread
 from .._errors import InvalidInput, NotFound, StoreError
 from ..stores._clock import now_instant
 from ..stores._knowledge import METADATA_FIELDS, DocMetadata, KnowledgeFilter, KnowledgeStore, SearchHit
+from ..stores._versioned import unversioned
 from ..stores.dify import DurableKnowledgeStore
 from ._fence import fence
 from ._freshness import Freshness, rerank
@@ -401,8 +402,9 @@ async def set_document_status(
         raise NotFound(f"document {document_id} not found in slot {slot}")
     # a change Dify could not take yet (down, or still indexing the document) waits in the outbox
     waiting = None
-    if isinstance(store, DurableKnowledgeStore):
-        waiting = await store.waiting_change(slot, document_id)
+    durable = unversioned(store)
+    if isinstance(durable, DurableKnowledgeStore):
+        waiting = await durable.waiting_change(slot, document_id)
     return {
         "ok": True,
         "datasetId": await slot_id(store, slot),

@@ -20,6 +20,7 @@ _LAZY = {
     "SearchMode": "._knowledge",
     "SearchPage": "._knowledge",
     "VersionedKnowledgeStore": "._versioned",
+    "unversioned": "._versioned",
     "document_versions_path": "._url",
     "dify_outbox_path": "._url",
     "entry_store_scheme": "._url",
@@ -44,7 +45,7 @@ if _typing.TYPE_CHECKING:
         open_stores,
         sqlite_path,
     )
-    from ._versioned import VersionedKnowledgeStore
+    from ._versioned import VersionedKnowledgeStore, unversioned
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
 
@@ -69,4 +70,5 @@ __all__ = [
     "open_knowledge_store",
     "open_stores",
     "sqlite_path",
+    "unversioned",
 ]

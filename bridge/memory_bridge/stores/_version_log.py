@@ -18,15 +18,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from .._cause import current_cause
+from .._cause import WriteCause, current_cause
 from ._knowledge import METADATA_FIELDS, DocMetadata, Document
 from .sqlite._db import Database
 from .sqlite._schema import run_migrations
 
 __all__ = [
+    "QUEUED",
     "Change",
     "DocumentState",
     "DocumentVersion",
+    "NewVersion",
+    "Seen",
     "VersionLog",
 ]
 
@@ -132,6 +135,86 @@ def _row(row: tuple[object, ...]) -> DocumentVersion:
     )
 
 
+QUEUED = "queued:"  # the id of a Dify write still waiting in the outbox
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What the store held before a change: the document's state, None if it had none."""
+
+    document_id: str
+    state: DocumentState | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewVersion:
+    """A change to record."""
+
+    document_id: str
+    state: DocumentState
+    change: Change
+    deleted: bool = False
+    restored_from: int | None = None
+
+
+def _latest(conn: sqlite3.Connection, slot: str, name: str) -> DocumentVersion | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM versions WHERE slot = ? AND name = ? ORDER BY version DESC LIMIT 1",
+        (slot, name),
+    ).fetchone()
+    return None if row is None else _row(row)
+
+
+def _insert(
+    conn: sqlite3.Connection,
+    slot: str,
+    name: str,
+    latest: DocumentVersion | None,
+    new: NewVersion,
+    now: float,
+    cause: WriteCause,
+    keep: int,
+) -> DocumentVersion:
+    number = (latest.version if latest is not None else 0) + 1
+    state = replace(new.state, marks=_set_marks(new.state.marks))
+    conn.execute(
+        f"INSERT INTO versions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            slot,
+            name,
+            number,
+            new.document_id,
+            zlib.compress(state.text.encode(), 6),
+            json.dumps(state.metadata.to_dict(), ensure_ascii=False, sort_keys=True),
+            int(state.enabled),
+            json.dumps(dict(state.marks), ensure_ascii=False),
+            int(new.deleted),
+            now,
+            new.change,
+            cause.cause,
+            cause.operation_id,
+            new.restored_from,
+        ),
+    )
+    if keep > 0:
+        conn.execute(
+            "DELETE FROM versions WHERE slot = ? AND name = ? AND version <= ?", (slot, name, number - keep)
+        )
+    return DocumentVersion(
+        slot,
+        name,
+        number,
+        new.document_id,
+        state,
+        new.deleted,
+        now,
+        new.change,
+        cause.cause,
+        cause.operation_id,
+        new.restored_from,
+    )
+
+
 class VersionLog:
     """The version log in `path` (created 0600 on first use)."""
 
@@ -140,14 +223,7 @@ class VersionLog:
         self._db = Database(path, _migrate)
 
     async def latest(self, slot: str, name: str) -> DocumentVersion | None:
-        def run(conn: sqlite3.Connection, now: float) -> DocumentVersion | None:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM versions WHERE slot = ? AND name = ? ORDER BY version DESC LIMIT 1",
-                (slot, name),
-            ).fetchone()
-            return None if row is None else _row(row)
-
-        return await self._db.read("version_latest", run)
+        return await self._db.read("version_latest", lambda conn, now: _latest(conn, slot, name))
 
     async def get(self, slot: str, name: str, version: int) -> DocumentVersion | None:
         def run(conn: sqlite3.Connection, now: float) -> DocumentVersion | None:
@@ -201,69 +277,37 @@ class VersionLog:
 
         return await self._db.read("version_deleted", run)
 
-    async def append(
-        self,
-        slot: str,
-        name: str,
-        document_id: str,
-        state: DocumentState,
-        change: Change,
-        *,
-        deleted: bool = False,
-        restored_from: int | None = None,
-        keep: int = 0,
-    ) -> DocumentVersion:
-        """Record a new version (numbered after the newest); with `keep`, thin the document's
-        history to its newest `keep` versions."""
+    async def record(
+        self, slot: str, name: str, seen: Seen | None, change: NewVersion | None, *, keep: int = 0
+    ) -> DocumentVersion | None:
+        """In one transaction: first make the newest version agree with `seen` (what the
+        store held before the change; a state the log does not know is recorded as `found`),
+        then record `change` unless it leaves the document as the newest version has it (a
+        deletion or a roll-back is always recorded). With `keep`, thin the document's history
+        to its newest `keep` versions. Returns the newest version."""
         cause = current_cause()
-        metadata = json.dumps(state.metadata.to_dict(), ensure_ascii=False, sort_keys=True)
-        marks = json.dumps(_set_marks(state.marks), ensure_ascii=False)
-        text = zlib.compress(state.text.encode(), 6)
 
-        def run(conn: sqlite3.Connection, now: float) -> DocumentVersion:
-            (newest,) = conn.execute(
-                "SELECT COALESCE(MAX(version), 0) FROM versions WHERE slot = ? AND name = ?", (slot, name)
-            ).fetchone()
-            number = int(newest) + 1
-            conn.execute(
-                f"INSERT INTO versions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    slot,
-                    name,
-                    number,
-                    document_id,
-                    text,
-                    metadata,
-                    int(state.enabled),
-                    marks,
-                    int(deleted),
-                    now,
-                    change,
-                    cause.cause,
-                    cause.operation_id,
-                    restored_from,
-                ),
-            )
-            if keep > 0:
-                conn.execute(
-                    "DELETE FROM versions WHERE slot = ? AND name = ? AND version <= ?",
-                    (slot, name, number - keep),
-                )
-            return DocumentVersion(
-                slot,
-                name,
-                number,
-                document_id,
-                replace(state, marks=_set_marks(state.marks)),
-                deleted,
-                now,
-                change,
-                cause.cause,
-                cause.operation_id,
-                restored_from,
-            )
+        def run(conn: sqlite3.Connection, now: float) -> DocumentVersion | None:
+            latest = _latest(conn, slot, name)
+            if seen is not None:
+                if seen.state is None:
+                    if latest is not None and not latest.deleted:  # deleted outside memctl
+                        found = NewVersion(latest.document_id, latest.state, "found", deleted=True)
+                        latest = _insert(conn, slot, name, latest, found, now, cause, keep)
+                elif latest is None or latest.deleted or not latest.state.same_content(seen.state):
+                    found = NewVersion(seen.document_id, seen.state, "found")
+                    latest = _insert(conn, slot, name, latest, found, now, cause, keep)
+            if change is None:
+                return latest
+            unchanged = latest is not None and not latest.deleted and latest.state.same(change.state)
+            if unchanged and not change.deleted and change.change != "restored":
+                return latest
+            new = change
+            if new.document_id.startswith(QUEUED) and latest is not None:
+                new = replace(new, document_id=latest.document_id)
+            return _insert(conn, slot, name, latest, new, now, cause, keep)
 
-        return await self._db.write("version_append", run)
+        return await self._db.write("version_record", run)
 
     async def size(self) -> tuple[int, int]:
         """How many versions the log holds, and of how many documents."""

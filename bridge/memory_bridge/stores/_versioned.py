@@ -27,11 +27,20 @@ from ._knowledge import (
     SlotInfo,
     UpsertOutcome,
 )
-from ._version_log import Change, DocumentState, DocumentVersion, VersionLog
+from ._version_log import QUEUED, DocumentState, DocumentVersion, NewVersion, Seen, VersionLog
 
-__all__ = ["Restored", "VersionedKnowledgeStore", "keep_versions"]
+__all__ = ["Restored", "VersionedKnowledgeStore", "keep_versions", "unversioned"]
 
-_QUEUED = "queued:"  # the id of a Dify write still waiting in the outbox
+
+class _Unseen:
+    """The store's state was not read (a roll-back records the state it wrote itself)."""
+
+
+_UNSEEN = _Unseen()
+
+
+def _seen(document: Document | None) -> Seen:
+    return Seen("", None) if document is None else Seen(document.id, DocumentState.of(document))
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,49 +66,11 @@ class VersionedKnowledgeStore:
     def _lock(self, slot: str, name: str) -> asyncio.Lock:
         return self._locks.setdefault((slot, name), asyncio.Lock())
 
-    async def _append(
-        self,
-        slot: str,
-        name: str,
-        document_id: str,
-        state: DocumentState,
-        change: Change,
-        *,
-        deleted: bool = False,
-        restored_from: int | None = None,
-    ) -> DocumentVersion:
-        return await self.log.append(
-            slot,
-            name,
-            document_id,
-            state,
-            change,
-            deleted=deleted,
-            restored_from=restored_from,
-            keep=self.keep,
-        )
-
-    async def _settle(self, slot: str, name: str, current: Document | None) -> DocumentVersion | None:
-        """Make the log's newest version agree with what the store holds now; returns it."""
-        latest = await self.log.latest(slot, name)
-        if current is None:
-            if latest is not None and not latest.deleted:  # deleted outside memctl
-                return await self._append(slot, name, latest.document_id, latest.state, "found", deleted=True)
-            return latest
-        state = DocumentState.of(current)
-        if latest is None or latest.deleted or not latest.state.same_content(state):
-            return await self._append(slot, name, current.id, state, "found")
-        return latest
-
     async def _record(
-        self, slot: str, name: str, document_id: str, state: DocumentState, change: Change
-    ) -> None:
-        latest = await self.log.latest(slot, name)
-        if latest is not None and not latest.deleted and latest.state.same(state):
-            return
-        if document_id.startswith(_QUEUED) and latest is not None:
-            document_id = latest.document_id
-        await self._append(slot, name, document_id, state, change)
+        self, slot: str, name: str, seen: Document | _Unseen | None, change: NewVersion | None
+    ) -> DocumentVersion | None:
+        before = None if isinstance(seen, _Unseen) else _seen(seen)
+        return await self.log.record(slot, name, before, change, keep=self.keep)
 
     # -- writes, each recorded ----------------------------------------------------------------
 
@@ -108,56 +79,48 @@ class VersionedKnowledgeStore:
     ) -> UpsertOutcome:
         async with self._lock(slot, name):
             before = await self.inner.find(slot, name)
-            await self._settle(slot, name, before)
             outcome = await self.inner.upsert(slot, name, text, metadata, origin=origin)
+            change = None
             if outcome.changed:
                 if before is None:
-                    await self._record(
-                        slot, name, outcome.document_id, DocumentState(text, metadata), "created"
-                    )
+                    change = NewVersion(outcome.document_id, DocumentState(text, metadata), "created")
                 else:
                     state = replace(DocumentState.of(before), text=text, metadata=metadata)
-                    await self._record(slot, name, outcome.document_id, state, "updated")
+                    change = NewVersion(outcome.document_id, state, "updated")
+            await self._record(slot, name, before, change)
             return outcome
 
-    async def _named(self, slot: str, document_id: str) -> Document | None:
-        return await self.inner.get(slot, document_id)
-
     async def set_enabled(self, slot: str, document_id: str, enabled: bool) -> bool:
-        before = await self._named(slot, document_id)
+        before = await self.inner.get(slot, document_id)
         if before is None:
             return await self.inner.set_enabled(slot, document_id, enabled)
         async with self._lock(slot, before.name):
-            await self._settle(slot, before.name, before)
             done = await self.inner.set_enabled(slot, document_id, enabled)
-            if done and before.enabled != enabled:
-                state = replace(DocumentState.of(before), enabled=enabled)
-                await self._record(slot, before.name, before.id, state, "enabled" if enabled else "disabled")
+            state = replace(DocumentState.of(before), enabled=enabled)
+            change = NewVersion(before.id, state, "enabled" if enabled else "disabled")
+            await self._record(slot, before.name, before, change if done else None)
             return done
 
     async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
-        before = await self._named(slot, document_id)
+        before = await self.inner.get(slot, document_id)
         if before is None:
             return await self.inner.set_marks(slot, document_id, marks)
         async with self._lock(slot, before.name):
-            await self._settle(slot, before.name, before)
             done = await self.inner.set_marks(slot, document_id, marks)
-            if done:
-                state = replace(DocumentState.of(before), marks={**before.marks, **marks})
-                await self._record(slot, before.name, before.id, state, "marked")
+            state = replace(DocumentState.of(before), marks={**before.marks, **marks})
+            await self._record(
+                slot, before.name, before, NewVersion(before.id, state, "marked") if done else None
+            )
             return done
 
     async def delete(self, slot: str, document_id: str) -> bool:
-        before = await self._named(slot, document_id)
+        before = await self.inner.get(slot, document_id)
         if before is None:
             return await self.inner.delete(slot, document_id)
         async with self._lock(slot, before.name):
-            await self._settle(slot, before.name, before)
             done = await self.inner.delete(slot, document_id)
-            if done:
-                await self._append(
-                    slot, before.name, before.id, DocumentState.of(before), "deleted", deleted=True
-                )
+            tombstone = NewVersion(before.id, DocumentState.of(before), "deleted", deleted=True)
+            await self._record(slot, before.name, before, tombstone if done else None)
             return done
 
     # -- history --------------------------------------------------------------------------------
@@ -174,7 +137,7 @@ class VersionedKnowledgeStore:
         """A document's versions, newest first; the store's current state is recorded first
         if the log does not know it (so the first call on an old document shows it)."""
         async with self._lock(slot, name):
-            await self._settle(slot, name, await self.inner.find(slot, name))
+            await self._record(slot, name, await self.inner.find(slot, name), None)
         return await self.log.history(slot, name, limit=limit, before=before)
 
     async def deleted(self, slot: str | None = None) -> list[DocumentVersion]:
@@ -185,7 +148,7 @@ class VersionedKnowledgeStore:
         again). With `expected`, nothing is written unless the newest version is that one."""
         async with self._lock(slot, name):
             current = await self.inner.find(slot, name)
-            latest = await self._settle(slot, name, current)
+            latest = await self._record(slot, name, current, None)
             if latest is None:
                 raise NotFound(f"document {slot}/{name} has no recorded versions", operation="rollback")
             if expected is not None and latest.version != expected:
@@ -206,7 +169,9 @@ class VersionedKnowledgeStore:
                     "version", f"version {version} of {slot}/{name} is its deletion; pick a version before it"
                 )
             document_id = await self._write_state(slot, name, target.state, current)
-            new = await self._append(slot, name, document_id, target.state, "restored", restored_from=version)
+            restored = NewVersion(document_id, target.state, "restored", restored_from=version)
+            new = await self._record(slot, name, _UNSEEN, restored)
+            assert new is not None
             return Restored(new, version, undeleted=current is None)
 
     async def _write_state(self, slot: str, name: str, state: DocumentState, current: Document | None) -> str:
@@ -217,7 +182,7 @@ class VersionedKnowledgeStore:
         if current is None or not DocumentState.of(current).same_content(state):
             outcome = await self.inner.upsert(slot, name, state.text, state.metadata, origin="rollback")
             document_id = outcome.document_id
-        if document_id.startswith(_QUEUED):
+        if document_id.startswith(QUEUED):
             return document_id  # Dify is down: the save waits in the outbox, the rest with it
         enabled = current.enabled if current is not None else True
         if enabled != state.enabled:
@@ -302,3 +267,8 @@ def keep_versions(inner: KnowledgeStore, log: VersionLog, *, keep: int = 0) -> V
     if isinstance(inner, SimilarDocuments):
         return _VersionedSimilar(inner, log, keep=keep)
     return VersionedKnowledgeStore(inner, log, keep=keep)
+
+
+def unversioned(store: KnowledgeStore) -> KnowledgeStore:
+    """The store under its version log (for what only that store has: Dify's outbox)."""
+    return store.inner if isinstance(store, VersionedKnowledgeStore) else store
