@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .._errors import Conflict, InvalidInput, NotFound
+from .._errors import Conflict, InvalidInput, NotFound, StoreUnavailable
 from ._knowledge import (
     MARK_FIELDS,
     DocMetadata,
@@ -78,11 +78,14 @@ class VersionedKnowledgeStore:
         self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
     ) -> UpsertOutcome:
         async with self._lock(slot, name):
-            before = await self.inner.find(slot, name)
+            try:
+                before: Document | _Unseen | None = await self.inner.find(slot, name)
+            except StoreUnavailable:  # Dify is down: the write still queues in its outbox
+                before = _UNSEEN
             outcome = await self.inner.upsert(slot, name, text, metadata, origin=origin)
             change = None
             if outcome.changed:
-                if before is None:
+                if before is None or isinstance(before, _Unseen):
                     change = NewVersion(outcome.document_id, DocumentState(text, metadata), "created")
                 else:
                     state = replace(DocumentState.of(before), text=text, metadata=metadata)

@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import PrivateAttr, ValidationError
 
+from ._error_result import error_result
 from ._invalid import describe_invalid
-from ._results import error_result
 
 __all__ = ["TextKeptArguments", "keep_text"]
 

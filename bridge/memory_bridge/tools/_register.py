@@ -25,7 +25,7 @@ from mcp.types import ToolAnnotations
 from .._cause import caused_by
 from .._errors import StoreError, StoreUnavailable
 from ._arguments import keep_text
-from ._results import error_result
+from ._error_result import error_result
 from ._state import AppState, ToolContext, state_of
 
 __all__ = [

@@ -11,10 +11,8 @@ puts them.
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any, Literal
 
-from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = [
@@ -44,7 +42,6 @@ __all__ = [
     "SlotRef",
     "ToolResult",
     "WriteResult",
-    "error_result",
 ]
 
 
@@ -496,9 +493,3 @@ class CronHealthResult(ToolResult):
     recent: list[dict[str, Any]]
     escalations: list[dict[str, Any]]
     openEscalations: int
-
-
-def error_result(message: str) -> CallToolResult:
-    """memory-mcp's in-band error object (compact JSON), flagged as an error result."""
-    text = json.dumps({"error": message}, separators=(",", ":"), ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
