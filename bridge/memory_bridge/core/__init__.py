@@ -47,7 +47,6 @@ _LAZY = {
     "document_history": "._document_history",
     "locate_document": "._document_history",
     "rollback_document": "._document_history",
-    "version_lines": "._document_history",
     "DocumentItem": "._items",
     "EntryItem": "._items",
     "Item": "._items",
@@ -98,7 +97,6 @@ if _typing.TYPE_CHECKING:
         document_history,
         locate_document,
         rollback_document,
-        version_lines,
     )
     from ._freshness import Freshness
     from ._item_history import HistoryTarget, history_of, history_target, rollback_to
@@ -220,5 +218,4 @@ __all__ = [
     "undo_changes",
     "undo_compaction",
     "user_version",
-    "version_lines",
 ]

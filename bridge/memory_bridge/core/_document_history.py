@@ -23,7 +23,6 @@ __all__ = [
     "document_history",
     "locate_document",
     "rollback_document",
-    "version_lines",
     "versioned",
 ]
 
@@ -88,7 +87,7 @@ def version_json(v: DocumentVersion, *, with_text: bool = True) -> dict[str, Any
     return out
 
 
-def version_lines(v: DocumentVersion | None) -> list[str]:
+def _version_lines(v: DocumentVersion | None) -> list[str]:
     """A version as lines for a diff: its metadata, state and marks, then its text."""
     if v is None:
         return []
@@ -103,7 +102,7 @@ def version_lines(v: DocumentVersion | None) -> list[str]:
 def diff(older: DocumentVersion | None, newer: DocumentVersion) -> str:
     before = f"version {older.version}" if older is not None else "(nothing)"
     lines = difflib.unified_diff(
-        version_lines(older), version_lines(newer), before, f"version {newer.version}", lineterm=""
+        _version_lines(older), _version_lines(newer), before, f"version {newer.version}", lineterm=""
     )
     return "\n".join(lines)
 

@@ -21,7 +21,7 @@ from ._document_history import (
     rollback_document,
     versioned,
 )
-from ._items import DocumentItem, EntryItem, ItemStores, find_item
+from ._items import DocumentItem, EntryItem, ItemStores, find_item, only_one
 
 __all__ = ["HistoryTarget", "history_of", "history_target", "rollback_to"]
 
@@ -81,13 +81,9 @@ async def history_target(stores: ItemStores, ref: str) -> HistoryTarget:
         candidates.append(entry)
     if not ref.startswith("entry:"):
         candidates += await _deleted_document(stores, ref)
-    unique = list({c.ref: c for c in candidates}.values())
-    if not unique:
-        raise NotFound(f"no entry or document {ref!r}, live or deleted", operation="history")
-    if len(unique) > 1:
-        refs = ", ".join(c.ref for c in unique)
-        raise InvalidInput("reference", f"{ref!r} names more than one item; use one of: {refs}")
-    return unique[0]
+    return only_one(
+        candidates, ref, missing=f"no entry or document {ref!r}, live or deleted", operation="history"
+    )
 
 
 _ENTRY_FIELDS = ("title", "type", "tags", "source", "project")

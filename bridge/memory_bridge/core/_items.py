@@ -13,9 +13,9 @@ import difflib
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -192,9 +192,23 @@ async def find_item(stores: ItemStores, ref: str) -> Item:
         slot, sep, name = ref.partition("/")
         if sep:
             candidates += await _documents(stores, id=None, name=name, slot=slot)
+    return only_one(candidates, ref, missing=f"no entry or document {ref!r}", operation="find")
+
+
+class _Referenced(Protocol):
+    @property
+    def ref(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Referenced)
+
+
+def only_one(candidates: Sequence[R], ref: str, *, missing: str, operation: str) -> R:
+    """The one item `ref` found: `missing` when none, an error listing the precise
+    references when it names several."""
     unique = list({item.ref: item for item in candidates}.values())
     if not unique:
-        raise NotFound(f"no entry or document {ref!r}", operation="find")
+        raise NotFound(missing, operation=operation)
     if len(unique) > 1:
         refs = ", ".join(item.ref for item in unique)
         raise InvalidInput("reference", f"{ref!r} names more than one item; use one of: {refs}")
