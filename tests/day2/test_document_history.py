@@ -4,6 +4,8 @@ document's too — comes back through the CLI and over MCP, on the embedded stor
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import sys
 import textwrap
 from pathlib import Path
@@ -109,8 +111,8 @@ def test_a_document_from_before_versions_were_kept_is_not_lost_to_its_first_over
     configure(tmp_path, embedding_model="none")
     seed_documents(tmp_path, DOCS)
     settings = load_settings(project=tmp_path)
-    for path in document_versions_path(settings).parent.glob("knowledge-versions.db*"):
-        path.unlink()  # as a store written by an older memctl has no version log
+    with contextlib.closing(sqlite3.connect(document_versions_path(settings))) as db, db:
+        db.execute("DELETE FROM versions")  # as a store written by an older memctl has no versions
 
     async def overwrite() -> None:
         store = open_knowledge_store(settings)
@@ -158,3 +160,87 @@ async def test_over_mcp_a_lesson_merge_and_a_delete_are_undone_with_compare_and_
             assert done["undeleted"] and done["version"] == 4
             found = payload(await client.call_tool("search_memory", {"query": "page the on-call"}))
             assert any("Page the on-call first." in r["content"] for r in found["records"])
+
+
+def test_versions_kept_in_the_former_log_file_move_into_the_store(tmp_path: Path) -> None:
+    """The embedded store's log lived in `knowledge-versions.db` beside it; opening the store
+    takes its versions in (so no history is lost on upgrade) and removes the file."""
+    configure(tmp_path, embedding_model="none")
+    seed_documents(tmp_path, DOCS)
+    settings = load_settings(project=tmp_path)
+    store_file = document_versions_path(settings)
+    with contextlib.closing(sqlite3.connect(store_file)) as db, db:
+        db.execute("ATTACH DATABASE ? AS older", (str(store_file.with_name("knowledge-versions.db")),))
+        db.execute("CREATE TABLE older.versions AS SELECT * FROM versions")
+        db.execute("UPDATE older.versions SET change = 'updated', cause = 'memctl edit', digest = NULL")
+        db.execute("DELETE FROM versions")
+    assert store_file.with_name("knowledge-versions.db").exists()
+
+    versions = run(tmp_path, "history", "deploy.md", "--json").json["versions"]
+    assert [(v["version"], v["change"], v["cause"]) for v in versions] == [(1, "updated", "memctl edit")]
+    assert versions[0]["text"] == CURATED
+    assert not store_file.with_name("knowledge-versions.db").exists()
+    run(tmp_path, "forget", "deploy.md", "--yes")
+    assert [v["change"] for v in run(tmp_path, "history", "deploy.md", "--json").json["versions"]] == [
+        "deleted",
+        "updated",
+    ]
+
+
+def test_a_backup_carries_document_histories_into_a_fresh_project(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EDITOR", editor(tmp_path, "hallucinated switch"))
+    assert run(project, "edit", "knowledge/deploy.md").code == 0
+    before = run(project, "history", "deploy.md", "--json").json["versions"]
+    archive = tmp_path / "app.memctl.tar.gz"
+    made = run(project, "backup", "--output", str(archive), "--json")
+    assert made.code == 0, made.stderr
+    assert made.json["document_versions"] == len(before) == 2
+
+    fresh = configure(tmp_path / "fresh", embedding_model="none")
+    restored = run(fresh, "restore", "--input", str(archive), "--json")
+    assert restored.code == 0, restored.stdout + restored.stderr
+    assert restored.json["knowledge"]["histories_restored"] == 1
+    after = run(fresh, "history", "deploy.md", "--json").json["versions"]
+    assert [(v["version"], v["change"], v["cause"], v["text"]) for v in after] == [
+        (v["version"], v["change"], v["cause"], v["text"]) for v in before
+    ]
+    assert run(fresh, "rollback", "deploy.md", "--to", "1", "--yes").code == 0
+    assert documents(fresh)[("knowledge", "deploy.md")][0] == CURATED
+
+    # A document with a history of its own keeps it; the archive's is left out.
+    merged = run(fresh, "restore", "--input", str(archive), "--merge", "--json")
+    assert merged.code == 0, merged.stdout + merged.stderr
+    assert merged.json["knowledge"]["histories_kept"] == 1
+    kept = run(fresh, "history", "deploy.md", "--json").json["versions"]
+    assert [v["change"] for v in kept][-3:] == ["restored", "updated", "created"]
+
+
+def test_a_dify_document_still_indexing_is_not_mistaken_for_an_outside_edit(
+    tmp_path: Path, dify: Dify
+) -> None:
+    """Dify shows a document's old segments while it re-indexes a change; a deletion then
+    must record the text last written, not the stale one, and no `found` version."""
+    configure(
+        tmp_path, knowledge_store=dify.url, dify_api_key_file=str(dify.key_file), embedding_model="none"
+    )
+    settings = load_settings(project=tmp_path)
+    dify.app.state.dify.indexing_delay = 2.0
+
+    async def write() -> None:
+        store = open_knowledge_store(settings)
+        meta = DocMetadata(atom_type="project-lore", scope=settings.project_scope)
+        try:
+            await store.create_slot("knowledge")
+            await store.upsert("knowledge", "deploy.md", CURATED, meta, origin="test")
+            await anyio.sleep(2.2)  # indexed
+            bad = await store.upsert("knowledge", "deploy.md", "A bad overwrite.", meta, origin="test")
+            await store.delete("knowledge", bad.document_id)  # while Dify still shows CURATED's segments
+        finally:
+            await store.close()
+
+    anyio.run(write)
+    versions = run(tmp_path, "history", "deploy.md", "--json").json["versions"]
+    assert [(v["version"], v["change"]) for v in versions] == [(3, "deleted"), (2, "updated"), (1, "created")]
+    assert versions[0]["text"] == "A bad overwrite."

@@ -258,10 +258,12 @@ def test_an_unstemmed_knowledge_index_is_rebuilt_stemmed(tmp_path: Path) -> None
             "INSERT INTO passages_fts (rowid, name, content) SELECT p.rowid, d.name, p.content"
             " FROM passages AS p JOIN documents AS d ON d.rowid = p.document"
         )
-        # and without schema 3's recall stamps, schema 4's maintenance marks and schema 5's queue index
+        # and without schema 3's recall stamps, schema 4's maintenance marks, schema 5's queue
+        # index and schema 6's version log
         for column in ("last_recalled_at", "recall_count", "marks"):
             conn.execute(f"ALTER TABLE documents DROP COLUMN {column}")
         conn.execute("DROP INDEX passages_by_queue")
+        conn.execute("DROP TABLE versions")
         conn.execute("PRAGMA user_version = 1")
     dry = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")
     pending = step(dry.json["pending"], "knowledge-schema")

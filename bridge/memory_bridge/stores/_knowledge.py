@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from .sqlite._db import Database
 
 __all__ = [
     "MARK_FIELDS",
     "METADATA_FIELDS",
     "DocMetadata",
     "Document",
+    "JournalChange",
+    "Journaled",
     "KnowledgeFilter",
     "KnowledgeStore",
     "SearchHit",
@@ -24,6 +31,7 @@ __all__ = [
     "SimilarDocuments",
     "SlotInfo",
     "UpsertOutcome",
+    "WriteJournal",
 ]
 
 SearchMode = Literal["hybrid", "keyword", "dense", "substring"]
@@ -43,7 +51,7 @@ class DocMetadata:
     scope: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        return {f.name: list(self.tags) if f.name == "tags" else getattr(self, f.name) for f in fields(self)}
+        return {name: list(self.tags) if name == "tags" else getattr(self, name) for name in METADATA_FIELDS}
 
 
 METADATA_FIELDS = tuple(f.name for f in fields(DocMetadata))
@@ -91,6 +99,7 @@ class Document:
     last_recalled_at: float | None = None  # when a search last returned it (recall stamping)
     recall_count: int = 0  # how many recalls were stamped (at most one per debounce window)
     marks: dict[str, str] = field(default_factory=dict)  # maintenance marks (MARK_FIELDS), set ones only
+    settled: bool = True  # False while the store is still indexing a change (Dify: text may be stale)
 
     @property
     def word_count(self) -> int:
@@ -211,3 +220,35 @@ class SimilarDocuments(Protocol):
     ) -> list[tuple[str, str, float]] | None:
         """(document id, document id, cosine) pairs at least `threshold` alike, each
         document's `top_k` nearest; None when the store has no embedding model."""
+
+
+class WriteJournal(Protocol):
+    """Told of every document change inside the store's own write transaction, so a record
+    of it (the version log) commits or rolls back with the change."""
+
+    def __call__(
+        self,
+        conn: sqlite3.Connection,
+        now: float,
+        before: Document | None,
+        after: Document | None,
+        change: JournalChange | None,
+    ) -> None:
+        """`before` and `after` are the document as the store held it around the change
+        (`after` is None for a deletion); `change` None means nothing changed and `before`
+        is what the store holds."""
+
+
+JournalChange = Literal["created", "updated", "enabled", "disabled", "marked", "deleted"]
+
+
+@runtime_checkable
+class Journaled(Protocol):
+    """A knowledge store that keeps its database in-process and calls `journal`, when set,
+    inside each write transaction (the embedded store)."""
+
+    journal: WriteJournal | None
+
+    @property
+    def database(self) -> Database:
+        """The store's database (the journal writes its records there)."""

@@ -19,6 +19,8 @@ from ._versioned import VersionedKnowledgeStore, keep_versions
 if TYPE_CHECKING:  # httpx loads with the Dify store, not with every bridge (stdio start stays fast)
     import httpx
 
+    from .sqlite._knowledge import SqliteKnowledgeStore
+
 __all__ = [
     "dify_outbox_path",
     "document_versions_path",
@@ -98,25 +100,33 @@ def make_embedder(settings: Settings) -> LazyEmbedder | None:
 
 
 def document_versions_path(settings: Settings) -> Path:
-    """Where the version log of the knowledge store's documents lives: beside the embedded
-    store's file, or in the project's `.memory/` for Dify."""
+    """Where the version log of the knowledge store's documents lives: in the embedded
+    store's own database, or in a file of its own in the project's `.memory/` for Dify."""
     url = settings.knowledge_store
     if url.startswith("dify+"):
         return settings.memory_dir / "dify-versions.db"
-    return sqlite_path(settings, url, _KNOWLEDGE_DB).with_name("knowledge-versions.db")
+    return sqlite_path(settings, url, _KNOWLEDGE_DB)
 
 
 def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = None) -> VersionedKnowledgeStore:
     """Open the knowledge store the settings name (creating and migrating it if needed),
     recording every document change in its version log."""
-    _knowledge_scheme(settings.knowledge_store)  # an unsupported store is named before anything opens
-    log = VersionLog(document_versions_path(settings))
+    keep = settings.document_versions_keep
+    if _knowledge_scheme(settings.knowledge_store) != "sqlite":
+        log = VersionLog.open(document_versions_path(settings))
+        try:
+            return keep_versions(open_dify_store(settings), log, keep=keep)
+        except BaseException:
+            log.close()
+            raise
+    store = _open_embedded_knowledge(settings, embedder)
+    log = VersionLog(store.database, owned=False)
     try:
-        store = _open_knowledge_store(settings, embedder)
+        log.absorb(store.path.with_name("knowledge-versions.db"))  # where the log lived before
     except BaseException:
-        log.close()
+        store.database.close()
         raise
-    return keep_versions(store, log, keep=settings.document_versions_keep)
+    return keep_versions(store, log, keep=keep)
 
 
 def _knowledge_scheme(url: str) -> str:
@@ -128,10 +138,7 @@ def _knowledge_scheme(url: str) -> str:
     return scheme
 
 
-def _open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None) -> KnowledgeStore:
-    url = settings.knowledge_store
-    if _knowledge_scheme(url) != "sqlite":
-        return open_dify_store(settings)
+def _open_embedded_knowledge(settings: Settings, embedder: LazyEmbedder | None) -> SqliteKnowledgeStore:
     from .sqlite._knowledge import SqliteKnowledgeStore
     from .sqlite._knowledge_ranking import Ranking
 
@@ -150,7 +157,7 @@ def _open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None) -> 
         second_hop=settings.search_second_hop,
     )
     return SqliteKnowledgeStore(
-        sqlite_path(settings, url, _KNOWLEDGE_DB),
+        sqlite_path(settings, settings.knowledge_store, _KNOWLEDGE_DB),
         embedder=embedder,
         default_slots=settings.slots,
         ranking=ranking,

@@ -11,14 +11,19 @@ outside memctl), so the state being replaced is never lost.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from .._cause import current_cause
 from .._errors import Conflict, InvalidInput, NotFound, StoreUnavailable
 from ._knowledge import (
     MARK_FIELDS,
     DocMetadata,
     Document,
+    JournalChange,
+    Journaled,
     KnowledgeFilter,
     KnowledgeStore,
     SearchMode,
@@ -27,7 +32,15 @@ from ._knowledge import (
     SlotInfo,
     UpsertOutcome,
 )
-from ._version_log import QUEUED, DocumentState, DocumentVersion, NewVersion, Seen, VersionLog
+from ._version_log import (
+    QUEUED,
+    DocumentState,
+    DocumentVersion,
+    NewVersion,
+    Seen,
+    VersionLog,
+    record_change,
+)
 
 __all__ = ["Restored", "VersionedKnowledgeStore", "keep_versions", "unversioned"]
 
@@ -37,6 +50,9 @@ class _Unseen:
 
 
 _UNSEEN = _Unseen()
+
+_PAUSED: contextvars.ContextVar[bool] = contextvars.ContextVar("memctl_versions_paused", default=False)
+"""Set while a roll-back writes: its writes make one `restored` version, not one each."""
 
 
 def _seen(document: Document | None) -> Seen:
@@ -54,7 +70,11 @@ class Restored:
 
 class VersionedKnowledgeStore:
     """`inner` with a version log. `keep` (0: all) thins each document's history to its
-    newest versions as it grows; the newest is always kept."""
+    newest versions as it grows; the newest is always kept.
+
+    A store that journals its writes (the embedded one, whose database holds the log) records
+    each version inside the change's own transaction; any other store (Dify) is read before
+    a change and the version recorded after it."""
 
     def __init__(self, inner: KnowledgeStore, log: VersionLog, *, keep: int = 0) -> None:
         self.inner = inner
@@ -62,13 +82,37 @@ class VersionedKnowledgeStore:
         self.log = log
         self.keep = keep
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._journaled = isinstance(inner, Journaled)
+        if isinstance(inner, Journaled):
+            inner.journal = self._journal
+
+    def _journal(
+        self,
+        conn: sqlite3.Connection,
+        now: float,
+        before: Document | None,
+        after: Document | None,
+        change: JournalChange | None,
+    ) -> None:
+        document = after or before
+        if _PAUSED.get() or document is None:
+            return
+        new = None
+        if change == "deleted" and before is not None:
+            new = NewVersion(before.id, DocumentState.of(before), "deleted", deleted=True)
+        elif change is not None and after is not None:
+            new = NewVersion(after.id, DocumentState.of(after), change)
+        record_change(
+            conn, now, document.slot, document.name, _seen(before), new, keep=self.keep, cause=current_cause()
+        )
 
     def _lock(self, slot: str, name: str) -> asyncio.Lock:
         return self._locks.setdefault((slot, name), asyncio.Lock())
 
     async def _record(
         self, slot: str, name: str, seen: Document | _Unseen | None, change: NewVersion | None
-    ) -> DocumentVersion | None:
+    ) -> int:
+        """The newest version's number (0: none) once `change` is recorded."""
         before = None if isinstance(seen, _Unseen) else _seen(seen)
         return await self.log.record(slot, name, before, change, keep=self.keep)
 
@@ -78,52 +122,80 @@ class VersionedKnowledgeStore:
         self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
     ) -> UpsertOutcome:
         async with self._lock(slot, name):
+            if self._journaled:
+                return await self.inner.upsert(slot, name, text, metadata, origin=origin)
             try:
-                before: Document | _Unseen | None = await self.inner.find(slot, name)
+                found = await self.inner.find(slot, name)
             except StoreUnavailable:  # Dify is down: the write still queues in its outbox
-                before = _UNSEEN
+                found = None
+                seen: Document | _Unseen | None = _UNSEEN
+            else:
+                seen, base = await self._base(slot, name, found)
             outcome = await self.inner.upsert(slot, name, text, metadata, origin=origin)
             change = None
             if outcome.changed:
-                if before is None or isinstance(before, _Unseen):
+                if found is None:
                     change = NewVersion(outcome.document_id, DocumentState(text, metadata), "created")
                 else:
-                    state = replace(DocumentState.of(before), text=text, metadata=metadata)
+                    state = replace(base, text=text, metadata=metadata)
                     change = NewVersion(outcome.document_id, state, "updated")
-            await self._record(slot, name, before, change)
+            await self._record(slot, name, seen, change)
             return outcome
 
+    async def _base(
+        self, slot: str, name: str, document: Document | None
+    ) -> tuple[Document | _Unseen | None, DocumentState]:
+        """What the store held before a change (to reconcile the log with), and the state a
+        new version builds on. A document the store is still indexing reads unreliably (Dify
+        rebuilds its text from segments): the log's newest version stands in for it."""
+        if document is None:
+            return None, DocumentState("", DocMetadata())
+        if not document.settled:
+            latest = await self.log.latest(slot, name)
+            if latest is not None and not latest.deleted:
+                return _UNSEEN, latest.state
+        return document, DocumentState.of(document)
+
     async def set_enabled(self, slot: str, document_id: str, enabled: bool) -> bool:
+        if self._journaled:
+            return await self.inner.set_enabled(slot, document_id, enabled)
         before = await self.inner.get(slot, document_id)
         if before is None:
             return await self.inner.set_enabled(slot, document_id, enabled)
         async with self._lock(slot, before.name):
+            seen, base = await self._base(slot, before.name, before)
             done = await self.inner.set_enabled(slot, document_id, enabled)
-            state = replace(DocumentState.of(before), enabled=enabled)
+            state = replace(base, enabled=enabled)
             change = NewVersion(before.id, state, "enabled" if enabled else "disabled")
-            await self._record(slot, before.name, before, change if done else None)
+            await self._record(slot, before.name, seen, change if done else None)
             return done
 
     async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
+        if self._journaled:
+            return await self.inner.set_marks(slot, document_id, marks)
         before = await self.inner.get(slot, document_id)
         if before is None:
             return await self.inner.set_marks(slot, document_id, marks)
         async with self._lock(slot, before.name):
+            seen, base = await self._base(slot, before.name, before)
             done = await self.inner.set_marks(slot, document_id, marks)
-            state = replace(DocumentState.of(before), marks={**before.marks, **marks})
+            state = replace(base, marks={**base.marks, **marks})
             await self._record(
-                slot, before.name, before, NewVersion(before.id, state, "marked") if done else None
+                slot, before.name, seen, NewVersion(before.id, state, "marked") if done else None
             )
             return done
 
     async def delete(self, slot: str, document_id: str) -> bool:
+        if self._journaled:
+            return await self.inner.delete(slot, document_id)
         before = await self.inner.get(slot, document_id)
         if before is None:
             return await self.inner.delete(slot, document_id)
         async with self._lock(slot, before.name):
+            seen, base = await self._base(slot, before.name, before)
             done = await self.inner.delete(slot, document_id)
-            tombstone = NewVersion(before.id, DocumentState.of(before), "deleted", deleted=True)
-            await self._record(slot, before.name, before, tombstone if done else None)
+            tombstone = NewVersion(before.id, base, "deleted", deleted=True)
+            await self._record(slot, before.name, seen, tombstone if done else None)
             return done
 
     # -- history --------------------------------------------------------------------------------
@@ -140,7 +212,8 @@ class VersionedKnowledgeStore:
         """A document's versions, newest first; the store's current state is recorded first
         if the log does not know it (so the first call on an old document shows it)."""
         async with self._lock(slot, name):
-            await self._record(slot, name, await self.inner.find(slot, name), None)
+            seen, _ = await self._base(slot, name, await self.inner.find(slot, name))
+            await self._record(slot, name, seen, None)
         return await self.log.history(slot, name, limit=limit, before=before)
 
     async def deleted(self, slot: str | None = None) -> list[DocumentVersion]:
@@ -151,19 +224,20 @@ class VersionedKnowledgeStore:
         again). With `expected`, nothing is written unless the newest version is that one."""
         async with self._lock(slot, name):
             current = await self.inner.find(slot, name)
-            latest = await self._record(slot, name, current, None)
-            if latest is None:
+            seen, _ = await self._base(slot, name, current)
+            latest = await self._record(slot, name, seen, None)
+            if latest == 0:
                 raise NotFound(f"document {slot}/{name} has no recorded versions", operation="rollback")
-            if expected is not None and latest.version != expected:
+            if expected is not None and latest != expected:
                 raise Conflict(
-                    f"document {slot}/{name} is at version {latest.version}, not {expected}: someone "
+                    f"document {slot}/{name} is at version {latest}, not {expected}: someone "
                     "changed it since you read its history; read it again and retry",
                     operation="rollback",
                 )
             target = await self.log.get(slot, name, version)
             if target is None:
                 raise NotFound(
-                    f"document {slot}/{name} has no version {version} (versions 1..{latest.version}"
+                    f"document {slot}/{name} has no version {version} (versions 1..{latest}"
                     f"{', older ones thinned' if self.keep else ''})",
                     operation="rollback",
                 )
@@ -171,9 +245,13 @@ class VersionedKnowledgeStore:
                 raise InvalidInput(
                     "version", f"version {version} of {slot}/{name} is its deletion; pick a version before it"
                 )
-            document_id = await self._write_state(slot, name, target.state, current)
+            paused = _PAUSED.set(True)
+            try:
+                document_id = await self._write_state(slot, name, target.state, current)
+            finally:
+                _PAUSED.reset(paused)
             restored = NewVersion(document_id, target.state, "restored", restored_from=version)
-            new = await self._record(slot, name, _UNSEEN, restored)
+            new = await self.log.get(slot, name, await self._record(slot, name, _UNSEEN, restored))
             assert new is not None
             return Restored(new, version, undeleted=current is None)
 
@@ -182,7 +260,7 @@ class VersionedKnowledgeStore:
         if current is None and slot not in {s.name for s in await self.inner.list_slots()}:
             await self.inner.create_slot(slot)
         document_id = current.id if current is not None else ""
-        if current is None or not DocumentState.of(current).same_content(state):
+        if current is None or not current.settled or not DocumentState.of(current).same_content(state):
             outcome = await self.inner.upsert(slot, name, state.text, state.metadata, origin="rollback")
             document_id = outcome.document_id
         if document_id.startswith(QUEUED):

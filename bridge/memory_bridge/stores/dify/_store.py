@@ -391,6 +391,7 @@ class DifyKnowledgeStore:
             last_recalled_at=last_recalled_at,
             recall_count=recall_count,
             marks={name: values[name] for name in MARK_FIELDS if values.get(name)},
+            settled=str(body.get("indexing_status") or "completed") == "completed",
         )
 
     async def get(self, slot: str, document_id: str) -> Document | None:

@@ -16,6 +16,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +28,14 @@ from ...search._embed import Embedder, LazyEmbedder, QueryTokens, TokenEmbedder
 from .._knowledge import (
     DocMetadata,
     Document,
+    JournalChange,
     KnowledgeFilter,
     SearchHit,
     SearchMode,
     SearchPage,
     SlotInfo,
     UpsertOutcome,
+    WriteJournal,
 )
 from .._query import query_terms
 from ._db import Database
@@ -99,6 +102,14 @@ def _document(conn: sqlite3.Connection, row: Sequence[Any]) -> Document:
     )
 
 
+def _document_at(conn: sqlite3.Connection, rowid: int) -> Document:
+    row = conn.execute(
+        f"SELECT {_DOC_COLUMNS} FROM documents AS d JOIN slots AS s ON s.id = d.slot_id WHERE d.rowid = ?",
+        (rowid,),
+    ).fetchone()
+    return _document(conn, row)
+
+
 def _filter_sql(flt: KnowledgeFilter) -> tuple[list[str], list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
@@ -139,6 +150,30 @@ class SqliteKnowledgeStore:
         self._coverage = Coverage()
         self._default_slots = tuple(default_slots)
         self._slots_ready = False
+        self.journal: WriteJournal | None = None
+
+    @property
+    def database(self) -> Database:
+        return self._db
+
+    def _tell(
+        self,
+        conn: sqlite3.Connection,
+        now: float,
+        before: Document | None,
+        after: int | Document | None,
+        change: JournalChange | None,
+    ) -> None:
+        """Tell the journal, if any, of a change inside its transaction (`after`: the
+        document after it, or its rowid to read it by; None when deleted or unchanged)."""
+        if self.journal is not None:
+            if isinstance(after, int):
+                after = _document_at(conn, after)
+            self.journal(conn, now, before, after, change)
+
+    def _before(self, conn: sqlite3.Connection, rowid: int) -> Document | None:
+        """The document as it is, when a journal will want it."""
+        return _document_at(conn, rowid) if self.journal is not None else None
 
     # -- slots ------------------------------------------------------------------------------
 
@@ -198,7 +233,9 @@ class SqliteKnowledgeStore:
             existing = conn.execute(
                 "SELECT rowid, id, sha256 FROM documents WHERE slot_id = ? AND name = ?", (slot_id, name)
             ).fetchone()
+            before = self._before(conn, int(existing[0])) if existing is not None else None
             if existing is not None and existing[2] == digest:
+                self._tell(conn, now, before, None, None)
                 return UpsertOutcome(existing[1], created=False, changed=False), None
             values = (text, digest, now, origin, *(getattr(metadata, f) for f in _SCALAR_FILTERS))
             previous: dict[str, bytes] = {}
@@ -251,6 +288,12 @@ class SqliteKnowledgeStore:
                 if queued:
                     waiting = (queued[0], queued[-1])
                     self._vectors.note_write(*waiting, len(queued))
+            if before is None:
+                self._tell(conn, now, None, rowid, "created")
+            else:
+                stored = replace(metadata, tags=tuple(sorted(set(metadata.tags))))  # as `_tags` reads them
+                after = replace(before, text=text, metadata=stored, updated_at=now, origin=origin)
+                self._tell(conn, now, before, after, "updated")
             return UpsertOutcome(
                 document_id,
                 created=existing is None,
@@ -278,6 +321,13 @@ class SqliteKnowledgeStore:
                 (rowid, model),
             )
         }
+
+    def _rowid(self, conn: sqlite3.Connection, slot: str, document_id: str) -> int | None:
+        slot_id = self._slot_id(conn, slot)
+        row = conn.execute(
+            "SELECT rowid FROM documents WHERE slot_id = ? AND id = ?", (slot_id, document_id)
+        ).fetchone()
+        return None if row is None else int(row[0])
 
     def _drop_passages(self, conn: sqlite3.Connection, rowid: int) -> None:
         ids = [r[0] for r in conn.execute("SELECT rowid FROM passages WHERE document = ?", (rowid,))]
@@ -321,33 +371,32 @@ class SqliteKnowledgeStore:
 
     async def set_enabled(self, slot: str, document_id: str, enabled: bool) -> bool:
         def run(conn: sqlite3.Connection, now: float) -> bool:
-            slot_id = self._slot_id(conn, slot)
-            changed = conn.execute(
-                "UPDATE documents SET enabled = ? WHERE slot_id = ? AND id = ?",
-                (int(enabled), slot_id, document_id),
-            ).rowcount
-            if changed:  # the filter masks of dense search depend on it
-                generation = bump_generation(conn)
-                if self._vectors is not None:
-                    self._vectors.written(generation, None, [])
-            return bool(changed)
+            rowid = self._rowid(conn, slot, document_id)
+            if rowid is None:
+                return False
+            before = self._before(conn, rowid)
+            conn.execute("UPDATE documents SET enabled = ? WHERE rowid = ?", (int(enabled), rowid))
+            generation = bump_generation(conn)  # the filter masks of dense search depend on it
+            if self._vectors is not None:
+                self._vectors.written(generation, None, [])
+            self._tell(conn, now, before, rowid, "enabled" if enabled else "disabled")
+            return True
 
         await self._ensure_default_slots()
         return await self._db.write("enable_document" if enabled else "disable_document", run)
 
     async def delete(self, slot: str, document_id: str) -> bool:
         def run(conn: sqlite3.Connection, now: float) -> bool:
-            slot_id = self._slot_id(conn, slot)
-            row = conn.execute(
-                "SELECT rowid FROM documents WHERE slot_id = ? AND id = ?", (slot_id, document_id)
-            ).fetchone()
-            if row is None:
+            rowid = self._rowid(conn, slot, document_id)
+            if rowid is None:
                 return False
-            self._drop_passages(conn, int(row[0]))
-            conn.execute("DELETE FROM documents WHERE rowid = ?", (row[0],))
+            before = self._before(conn, rowid)
+            self._drop_passages(conn, rowid)
+            conn.execute("DELETE FROM documents WHERE rowid = ?", (rowid,))
             generation = bump_generation(conn)
             if self._vectors is not None:
-                self._vectors.written(generation, int(row[0]), [])
+                self._vectors.written(generation, rowid, [])
+            self._tell(conn, now, before, None, "deleted")
             return True
 
         await self._ensure_default_slots()
@@ -389,19 +438,16 @@ class SqliteKnowledgeStore:
         return await self._db.write("set_recalls", run)
 
     async def set_marks(self, slot: str, document_id: str, marks: Mapping[str, str]) -> bool:
-        def run(conn: sqlite3.Connection, _: float) -> bool:
-            slot_id = self._slot_id(conn, slot)
-            row = conn.execute(
-                "SELECT marks FROM documents WHERE slot_id = ? AND id = ?", (slot_id, document_id)
-            ).fetchone()
-            if row is None:
+        def run(conn: sqlite3.Connection, now: float) -> bool:
+            rowid = self._rowid(conn, slot, document_id)
+            if rowid is None:
                 return False
-            merged = {**json.loads(row[0] or "{}"), **marks}
+            before = self._before(conn, rowid)
+            (current,) = conn.execute("SELECT marks FROM documents WHERE rowid = ?", (rowid,)).fetchone()
+            merged = {**json.loads(current or "{}"), **marks}
             kept = {k: v for k, v in sorted(merged.items()) if v}
-            conn.execute(
-                "UPDATE documents SET marks = ? WHERE slot_id = ? AND id = ?",
-                (json.dumps(kept), slot_id, document_id),
-            )
+            conn.execute("UPDATE documents SET marks = ? WHERE rowid = ?", (json.dumps(kept), rowid))
+            self._tell(conn, now, before, rowid, "marked")
             return True
 
         await self._ensure_default_slots()

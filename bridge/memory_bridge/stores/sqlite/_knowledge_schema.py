@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from .._version_log import VERSIONS_DIGEST, VERSIONS_TABLE
 from ._schema import run_migrations
 
 __all__ = ["FTS_TOKENIZER", "KNOWLEDGE_SCHEMA_VERSION", "migrate_knowledge"]
@@ -86,6 +87,8 @@ _MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX passages_by_queue ON passages (model, position);
     """,
+    # 6: every document's versions, written in the same transaction as the change itself.
+    VERSIONS_TABLE + VERSIONS_DIGEST,
 )
 
 KNOWLEDGE_SCHEMA_VERSION = len(_MIGRATIONS)
