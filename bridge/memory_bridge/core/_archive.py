@@ -3,6 +3,7 @@
     manifest.json      format, version, when, where from, per-file count/bytes/sha256, slots
     entries.jsonl      one EntryRecord per line (entry, revision, history, expiry)
     knowledge.jsonl    one document per line (slot, name, text, enabled, metadata, origin, ...)
+    versions.jsonl     one document version per line (the version log; absent from older archives)
 
 `verify_archive` reads every byte and parses every line before a restore writes anything;
 any problem is an InvalidInput naming the file and saying what to do.
@@ -28,6 +29,7 @@ from .._errors import InvalidInput
 from .._files import replacing
 from ..stores._base import EntryRecord
 from ..stores._knowledge import MARK_FIELDS, DocMetadata
+from ..stores._version_log import DocumentVersion
 
 __all__ = [
     "ARCHIVE_FORMAT",
@@ -43,6 +45,7 @@ ARCHIVE_FORMAT = "memctl-backup"
 ARCHIVE_VERSION = 1
 ENTRIES = "entries.jsonl"
 KNOWLEDGE = "knowledge.jsonl"
+VERSIONS = "versions.jsonl"
 MANIFEST = "manifest.json"
 _BATCH = 500
 _OPERATION = "restore"
@@ -132,8 +135,17 @@ class Manifest:
         return int(self.files[ENTRIES]["count"])
 
     @property
+    def live_entry_count(self) -> int:
+        """Entries not deleted (the others' records carry only their history)."""
+        return int(self.files[ENTRIES].get("live", self.entry_count))
+
+    @property
     def document_count(self) -> int:
         return int(self.files[KNOWLEDGE]["count"])
+
+    @property
+    def version_count(self) -> int:
+        return int(self.files.get(VERSIONS, {}).get("count", 0))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -178,21 +190,32 @@ class ArchiveWriter:
         base = Path(self._dir.name)
         self.entries = _Counter(base / ENTRIES)
         self.knowledge = _Counter(base / KNOWLEDGE)
+        self.versions = _Counter(base / VERSIONS)
+        self.live_entries = 0
         self.slots: list[dict[str, str]] = []
 
     def add_entries(self, records: list[EntryRecord]) -> None:
         for record in records:
             self.entries.write(record.to_dict())
+            self.live_entries += record.entry is not None
 
     def add_document(self, document: ArchivedDocument) -> None:
         self.knowledge.write(document.to_dict())
+
+    def add_versions(self, versions: list[DocumentVersion]) -> None:
+        for version in versions:
+            self.versions.write(version.to_dict())
 
     def finish(self) -> Manifest:
         """Write the archive atomically (a temporary file beside it, then a rename)."""
         manifest = Manifest(
             created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             source=self.source,
-            files={ENTRIES: self.entries.summary(), KNOWLEDGE: self.knowledge.summary()},
+            files={
+                ENTRIES: {**self.entries.summary(), "live": self.live_entries},
+                KNOWLEDGE: self.knowledge.summary(),
+                VERSIONS: self.versions.summary(),
+            },
             slots=self.slots,
         )
         with ExitStack() as stack:
@@ -209,7 +232,7 @@ class ArchiveWriter:
                 info = tarfile.TarInfo(MANIFEST)
                 info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
                 tar.addfile(info, io.BytesIO(data))
-                for counter in (self.entries, self.knowledge):
+                for counter in (self.entries, self.knowledge, self.versions):
                     tar.add(counter.path, arcname=counter.path.name, filter=_private)
         return manifest
 
@@ -276,7 +299,8 @@ def _manifest(path: Path, open_member: Callable[[str], IO[bytes]]) -> Manifest:
             operation=_OPERATION,
         )
     try:
-        files = {name: dict(data["files"][name]) for name in (ENTRIES, KNOWLEDGE)}
+        optional = (VERSIONS,) if VERSIONS in data["files"] else ()
+        files = {name: dict(data["files"][name]) for name in (ENTRIES, KNOWLEDGE, *optional)}
         for summary in files.values():
             int(summary["count"]), int(summary["bytes"]), str(summary["sha256"])
         return Manifest(str(data["created"]), dict(data["source"]), files, list(data.get("slots", [])))
@@ -329,6 +353,7 @@ def verify_archive(
     *,
     on_entry: Callable[[EntryRecord], None] = lambda record: None,
     on_document: Callable[[ArchivedDocument], None] = lambda document: None,
+    on_version: Callable[[DocumentVersion], None] = lambda version: None,
 ) -> Manifest:
     """Read the whole archive and check it, handing each parsed record to the callbacks;
     raise InvalidInput on the first problem."""
@@ -344,6 +369,14 @@ def verify_archive(
             manifest.files[KNOWLEDGE],
             lambda v: on_document(ArchivedDocument.from_dict(v)),
         )
+        if VERSIONS in manifest.files:
+            _check_file(
+                path,
+                open_member,
+                VERSIONS,
+                manifest.files[VERSIONS],
+                lambda v: on_version(DocumentVersion.from_dict(v)),
+            )
     return manifest
 
 

@@ -18,9 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from .._cause import current_cause
 from .._errors import Conflict, NotFound
 from ..stores._base import EntryRecord, EntryStore
 from ..stores._knowledge import DocMetadata, Document, KnowledgeStore
+from ..stores._version_log import DocumentVersion
+from ..stores._versioned import VersionedKnowledgeStore
 from ._archive import (
     ArchivedDocument,
     ArchiveWriter,
@@ -29,7 +32,7 @@ from ._archive import (
     verify_archive,
 )
 from ._entry_merge import Seen, merge_entry, seen
-from ._redact_fields import redact_archived, redact_record
+from ._redact_fields import redact_archived, redact_record, redact_version
 from ._transfer import same_fingerprint
 
 __all__ = ["Progress", "RestoreMode", "RestoreReport", "backup", "restore"]
@@ -112,6 +115,9 @@ async def backup(
                 written += 1
                 progress("documents", 1, max(total, written))
         progress("documents", 0, written)
+        if isinstance(knowledge, VersionedKnowledgeStore):
+            async for versions in knowledge.log.export():
+                writer.add_versions(versions)
     except BaseException:
         writer.discard()
         raise
@@ -129,6 +135,8 @@ class RestoreReport:
     entries_revised: list[str] = field(default_factory=list)  # merge: the archive's version put on top
     documents_written: int = 0
     documents_removed: int = 0
+    histories_restored: int = 0  # documents that took the archive's version history
+    histories_kept: int = 0  # documents whose own history the target kept (the archive's left out)
     mismatched_entries: list[str] = field(default_factory=list)
     mismatched_documents: list[str] = field(default_factory=list)
 
@@ -294,6 +302,13 @@ def _rehomed(docs: dict[DocKey, ArchivedDocument], old: str, new: str) -> dict[D
     }
 
 
+def _rehomed_version(version: DocumentVersion, old: str, new: str) -> DocumentVersion:
+    metadata = version.state.metadata
+    if metadata.scope != old:
+        return version
+    return replace(version, state=replace(version.state, metadata=replace(metadata, scope=new)))
+
+
 async def restore(
     entries: EntryStore,
     knowledge: KnowledgeStore,
@@ -312,6 +327,7 @@ async def restore(
     progress("verifying", 0, None)
     wanted_entries: dict[str, Seen] = {}
     wanted_docs: dict[DocKey, ArchivedDocument] = {}
+    wanted_versions: list[DocumentVersion] = []
 
     def take_entry(record: EntryRecord) -> None:
         wanted_entries[record.id] = seen(redact_record(record) if redact_entries else record)
@@ -320,10 +336,16 @@ async def restore(
         document = redact_archived(document)
         wanted_docs[(document.slot, document.name)] = document
 
-    report = RestoreReport(verify_archive(path, on_entry=take_entry, on_document=take_document))
+    def take_version(version: DocumentVersion) -> None:
+        wanted_versions.append(redact_version(version))
+
+    report = RestoreReport(
+        verify_archive(path, on_entry=take_entry, on_document=take_document, on_version=take_version)
+    )
     report.scope = _archive_scope(report.manifest, wanted_docs)
     if scope and report.scope and scope != report.scope:
         wanted_docs = _rehomed(wanted_docs, report.scope, scope)
+        wanted_versions = [_rehomed_version(v, report.scope, scope) for v in wanted_versions]
     report.scope = scope or report.scope
     found_entries = await _entries_seen(entries)
     entry_diff = _compare(wanted_entries, found_entries, exact=True)
@@ -348,6 +370,10 @@ async def restore(
     if report.knowledge_state != "identical":
         report.documents_written, report.documents_removed = await _write_documents(
             knowledge, report.manifest, wanted_docs, found_docs, mode, progress
+        )
+    if wanted_versions and isinstance(knowledge, VersionedKnowledgeStore):
+        report.histories_restored, report.histories_kept = await knowledge.log.adopt(
+            wanted_versions, current_cause().operation_id
         )
 
     progress("comparing", 0, None)

@@ -2,9 +2,10 @@
 
 The write paths call these on what they are about to store: `memory_set` and the item
 editor (entries), every knowledge save (documents), restore and migrate-store (archived
-and copied records). Every free-text field goes through `redact`: an entry's title, body,
-type, tags, source and project, a document's name, text and every metadata value, and an
-entry record's history snapshots, keys and values alike.
+and copied records, and the document versions a backup carries). Every free-text field
+goes through `redact`: an entry's title, body, type, tags, source and project, a
+document's name, text and every metadata value, and an entry record's history snapshots,
+keys and values alike.
 """
 
 from __future__ import annotations
@@ -15,10 +16,18 @@ from typing import Any, TypeVar
 
 from ..stores._base import Entry, EntryRecord, EntryWrite
 from ..stores._knowledge import DocMetadata
+from ..stores._version_log import DocumentVersion
 from ._archive import ArchivedDocument
 from ._redact import redact
 
-__all__ = ["redact_archived", "redact_entry", "redact_json", "redact_metadata", "redact_record"]
+__all__ = [
+    "redact_archived",
+    "redact_entry",
+    "redact_json",
+    "redact_metadata",
+    "redact_record",
+    "redact_version",
+]
 
 _Fields = TypeVar("_Fields", EntryWrite, Entry, DocMetadata)
 _ENTRY_FIELDS = ("title", "body", "type", "tags", "source", "project")
@@ -84,3 +93,11 @@ def redact_archived(document: ArchivedDocument) -> ArchivedDocument:
         text=redact(document.text),
         metadata=redact_metadata(document.metadata),
     )
+
+
+def redact_version(version: DocumentVersion) -> DocumentVersion:
+    """A document version with its name, text and metadata redacted."""
+    state = dataclasses.replace(
+        version.state, text=redact(version.state.text), metadata=redact_metadata(version.state.metadata)
+    )
+    return dataclasses.replace(version, name=redact(version.name), state=state)

@@ -53,15 +53,19 @@ def backup(project: Path | None, output: Path, as_json: bool) -> None:
     result = {
         "ok": True,
         "output": str(output),
-        "entries": manifest.entry_count,
+        "entries": manifest.entry_count,  # records: deleted entries' histories included
+        "live_entries": manifest.live_entry_count,
         "documents": manifest.document_count,
+        "document_versions": manifest.version_count,
         "slots": [s["name"] for s in manifest.slots],
         "manifest": manifest.to_dict(),
     }
     if as_json:
         emit_json(result)
         return
+    deleted = manifest.entry_count - manifest.live_entry_count
+    histories = f" (and the histories of {deleted} deleted)" if deleted else ""
     console.print(
-        f"wrote {output}: {manifest.entry_count} entry records, {manifest.document_count} documents "
-        f"in {len(manifest.slots)} slots"
+        f"wrote {output}: {manifest.live_entry_count} entries{histories}, {manifest.document_count} "
+        f"documents with {manifest.version_count} versions, in {len(manifest.slots)} slots"
     )

@@ -86,6 +86,9 @@ def _render(report: RestoreReport) -> None:
         str(len(report.mismatched_documents)),
     )
     console.print(table)
+    if report.histories_restored or report.histories_kept:
+        kept = f"; {report.histories_kept} kept their own" if report.histories_kept else ""
+        console.print(f"document histories: {report.histories_restored} restored from the archive{kept}")
     if report.ok:
         console.print("verified: every item of the archive matches the stores")
     else:
@@ -134,6 +137,10 @@ def restore(
     with no scope of its own adopts it, so a restore into another directory keeps every
     document findable; --scope re-homes the documents under another scope and pins it.
 
+    Documents' version histories come back too (archives from before they were kept have
+    none): a document with no history in the target takes the archive's, one with a
+    history of its own keeps it.
+
     \b
     Exit codes: 0 restored and verified, 2 bad options, 7 unusable archive,
     4 target holds different data (or differs after the restore), 5 a store is down.
@@ -177,6 +184,8 @@ def restore(
             "written": report.documents_written,
             "removed": report.documents_removed,
             "mismatched": report.mismatched_documents,
+            "histories_restored": report.histories_restored,
+            "histories_kept": report.histories_kept,
         },
     }
     if as_json:
