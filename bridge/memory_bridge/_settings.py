@@ -306,6 +306,13 @@ class Settings(BaseSettings):
         description="Versions kept per knowledge document, newest first (0: every version). The newest is "
         "always kept, a deletion included.",
     )
+    document_versions_thin_after_days: int = Field(
+        0,
+        ge=0,
+        description="`memctl maintain` keeps one version a day (the day's last) of knowledge documents' "
+        "versions older than this many days, and every deletion; the newest version is always kept "
+        "(0: never thin).",
+    )
     operation_id_ttl_seconds: int = Field(
         604_800,
         gt=0,

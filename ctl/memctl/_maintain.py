@@ -34,6 +34,7 @@ from memory_bridge.core import (
     LLM_PASSES,
     NO_LLM_PASSES,
     SIMILARITY_PASS,
+    THIN_PASS,
     NearDuplicates,
     PassReport,
     RunRecord,
@@ -45,6 +46,7 @@ from memory_bridge.core import (
     redact,
     run_llm_passes,
     run_passes,
+    thin_versions,
     undo_changes,
 )
 from memory_bridge.stores import KnowledgeStore, make_embedder, open_knowledge_store
@@ -80,7 +82,8 @@ class Pass:
     summary: str
 
 
-_STORE_PASSES = (*NO_LLM_PASSES, SIMILARITY_PASS, *LLM_PASSES)  # run on one store, in PASSES' order
+# run on one store, in PASSES' order
+_STORE_PASSES = (*NO_LLM_PASSES, SIMILARITY_PASS, *LLM_PASSES, THIN_PASS)
 
 PASSES: tuple[Pass, ...] = (
     Pass("compile", "merge the atoms of captured sessions into knowledge and lessons"),
@@ -91,6 +94,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("staleness-flag", "flag lessons neither recalled nor created within the window"),
     Pass("llm-semantic-refresh", "let the capture LLM keep, rewrite or archive stale documents"),
     Pass("compress-archived", "truncate the bodies of long-archived documents"),
+    Pass(THIN_PASS, "keep one version a day of old document versions (document_versions_thin_after_days)"),
     Pass(_compact.NAME, "link entries that name each other: backlink blocks and stubs"),
 )
 
@@ -227,7 +231,10 @@ async def _one_pass(
         settings.consolidate_cluster_top_k,
         settings.consolidate_refresh_max_per_run,
     )
-    if name == SIMILARITY_PASS:
+    if name == THIN_PASS:
+        days = settings.document_versions_thin_after_days
+        report = await thin_versions(store, days=days, now=common["now"], dry_run=dry_run)
+    elif name == SIMILARITY_PASS:
         report = await flag_similar(
             store, scope=settings.project_scope, policies=settings.consolidate_policies, options=options
         )

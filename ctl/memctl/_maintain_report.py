@@ -30,6 +30,7 @@ _CHANGES: dict[tuple[str, str], str] = {
     ("llm-semantic-refresh", "kept"): "kept by the LLM: {reason}",
     ("llm-semantic-refresh", "asked"): "would ask the LLM whether it is still true",
     ("compress-archived", "truncated"): "truncated ({freed} bytes freed)",
+    ("thin-versions", "thinned"): "{count} old version(s) thinned (the last of each day kept)",
     ("compact-entries", "backlinks"): "Referenced by block written ({referrers})",
     ("compact-entries", "stub"): "stub created for the entries naming it ({referrers})",
 }
@@ -51,6 +52,7 @@ def _words(step: str, action: Mapping[str, Any]) -> str:
         score=f"similarity {action['score']}" if "score" in action else "",
         reason=action.get("reason") or "no reason given",
         freed=action.get("freedBytes", "?"),
+        count=action.get("count", "?"),
         referrers=", ".join(referrers) or "none",
     )
 

@@ -47,6 +47,8 @@ _LAZY = {
     "document_history": "._document_history",
     "locate_document": "._document_history",
     "rollback_document": "._document_history",
+    "THIN_PASS": "._document_history",
+    "thin_versions": "._document_history",
     "DocumentItem": "._items",
     "EntryItem": "._items",
     "Item": "._items",
@@ -93,10 +95,12 @@ if _typing.TYPE_CHECKING:
     from ._compact import COMPACT_EXIT_CODES, CompactReport, compact_entries, strip_backlinks, undo_compaction
     from ._consolidate import Candidates, consolidate_memory, slot_candidates
     from ._document_history import (
+        THIN_PASS,
         deleted_documents,
         document_history,
         locate_document,
         rollback_document,
+        thin_versions,
     )
     from ._freshness import Freshness
     from ._item_history import HistoryTarget, history_of, history_target, rollback_to
@@ -151,6 +155,7 @@ __all__ = [
     "LLM_PASSES",
     "NO_LLM_PASSES",
     "SIMILARITY_PASS",
+    "THIN_PASS",
     "Candidates",
     "CompactReport",
     "CreateOutcome",
@@ -215,6 +220,7 @@ __all__ = [
     "slot_candidates",
     "slugify",
     "strip_backlinks",
+    "thin_versions",
     "undo_changes",
     "undo_compaction",
     "user_version",

@@ -83,13 +83,15 @@ def maintain(
     group; skipped when capture is off), then the passes that tidy the refine slots:
     identical bodies and lesson-key duplicates archived (superseded_by), near-duplicates
     merged or kept by the capture LLM, stale lessons flagged, then kept, rewritten or
-    archived by the LLM, long-archived documents truncated; then compact-entries links the
-    entries that name each other (## Referenced by blocks, stub entries), within
-    --compact-budget. dedupe-by-similarity only lists near-duplicate pairs. Without a
+    archived by the LLM, long-archived documents truncated, old document versions thinned
+    to one a day (document_versions_thin_after_days; off by default); then
+    compact-entries links the entries that name each other (## Referenced by blocks, stub
+    entries), within --compact-budget. dedupe-by-similarity only lists near-duplicate pairs. Without a
     capture provider the LLM passes are skipped with a line and change nothing. --dry-run
     says what each pass would do (and what it would ask the LLM, asking nothing).
     Under each step, one line per item it changed: its SLOT/NAME or entry:ID and how.
-    Each document and entry a run changes is kept as it was, and --undo RUN writes it back.
+    Each document and entry a run changes is kept as it was, and --undo RUN writes it back
+    (versions thinned stay gone).
     Only one run per project at a time: a second one stops at once, doing nothing.
     Each run (not --dry-run) writes one redacted record under .memory/maintain/, which
     `memctl status` and the cron_health tool read; three failures in a row with the
