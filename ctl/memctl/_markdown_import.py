@@ -16,6 +16,7 @@ from typing import Any
 
 from memory_bridge import InvalidInput, LinkRefused, NotFound, write_atomically
 from memory_bridge.core import (
+    DocumentItem,
     EntryItem,
     Item,
     ItemStores,
@@ -29,6 +30,7 @@ from memory_bridge.core import (
 
 from ._export_manifest import Written, read_manifest, write_manifest, written
 from ._markdown import ItemFile, NewItemFile, parse_file, read_text, render_item
+from ._refs import document_ref, entry_ref
 
 __all__ = ["STATUSES", "import_tree"]
 
@@ -97,6 +99,7 @@ class _Import:
         except InvalidInput as exc:
             return _report(where, parsed.ref, "invalid", str(exc))
         report = _report(where, outcome.ref, outcome.status, outcome.detail)
+        report["short_ref"] = document_ref(**parsed.identity) if parsed.kind == "document" else ""
         if outcome.status == "created" and not self.dry_run:
             self.rewrite[outcome.ref] = report
         return report
@@ -233,7 +236,19 @@ async def import_tree(
     reports += await run.removed(seen, linked, unread)
     if not dry_run:
         await run.write_back()
+    for report in reports:
+        report["short_ref"] = report.get("short_ref") or _short_ref(report["ref"], items)
     return reports
+
+
+def _short_ref(ref: str, items: dict[str, Item]) -> str:
+    """The item's reference as tables show it (`SLOT/NAME`, `entry:ID`)."""
+    item = items.get(ref)
+    if isinstance(item, DocumentItem):
+        return document_ref(item.document.slot, item.document.name)
+    if ref.startswith("entry:"):
+        return entry_ref(ref.removeprefix("entry:"))
+    return ref
 
 
 def _rewrite(directory: Path, report: dict[str, Any], text: str) -> bool:

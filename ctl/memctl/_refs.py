@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from memory_bridge.core import CUT_MARK
+
 __all__ = ["document_ref", "entry_ref", "short_ref"]
 
 _ID_SHOWN = 24  # longer entry ids (a UUID is 36) are cut in tables: --json has them whole
@@ -20,8 +22,9 @@ def document_ref(slot: str, name: str) -> str:
 
 
 def entry_ref(id: str) -> str:
-    """`entry:ID`; an id too long for a table is cut after its first characters, marked `…`."""
-    return f"entry:{id}" if len(id) <= _ID_SHOWN else f"entry:{id[:12]}…"
+    """`entry:ID`; an id too long for a table is cut after its first characters, marked `…`
+    (`memctl show` and the other commands taking a reference accept it so)."""
+    return f"entry:{id}" if len(id) <= _ID_SHOWN else f"entry:{id[:12]}{CUT_MARK}"
 
 
 def short_ref(item: Mapping[str, Any]) -> str:

@@ -426,3 +426,17 @@ def test_an_unreadable_manifest_is_an_error_naming_it(tmp_path: Path) -> None:
     assert tree_bytes(out) == before
     (out / MANIFEST).unlink()
     assert run("export", "--markdown", str(out), project=project)[0] == 0
+
+
+def test_the_import_table_names_documents_by_slot_and_name(tmp_path: Path) -> None:
+    project, out = exported(tmp_path)
+    edit(out / "documents/knowledge/deploy.md", "atom_type", "decision")
+    (out / "documents/knowledge/new-note.md").write_text("A note a person wrote.\n")
+    text = memctl("import", "--markdown", str(out), "--project", str(project))
+    assert text.code == 0, text.stdout
+    for name in ("deploy.md", "new-note.md"):
+        [row] = [line for line in text.stdout.splitlines() if f"documents/knowledge/{name}" in line]
+        assert f" knowledge/{name} " in row.split(f"documents/knowledge/{name}", 1)[1], row
+    assert "doc:" not in text.stdout
+    _, report = run("import", "--markdown", str(out), project=project)
+    assert all(item["ref"].startswith(("doc:", "entry:")) for item in report["items"])  # type: ignore[attr-defined]

@@ -6,10 +6,13 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+import anyio
 import pytest
 
+from memory_bridge import load_settings, open_entry_store
+
 from .conftest import Dify, configure, memctl
-from .stores import seed_documents, seed_entries, stamp_recall
+from .stores import note, seed_documents, seed_entries, stamp_recall
 from .test_memory_cli import DOCS
 from .test_outbox import dead_letter
 
@@ -109,3 +112,32 @@ def test_outbox_and_status_give_times_in_iso_8601_and_fit_80_columns(
         report = memctl("status", "--project", str(project))
         assert all(len(line) <= width for line in report.stdout.splitlines()), report.stdout
     assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", listed.stdout)  # 120: queued at shown
+
+
+def test_an_entry_id_a_table_cut_short_is_taken_back_by_show(tmp_path: Path) -> None:
+    configure(tmp_path, embedding_model="none")
+
+    async def seed() -> None:
+        store = open_entry_store(load_settings(project=tmp_path))
+        try:
+            for id in (
+                "quarterly-freeze-window-2026-q4",
+                "quarterly-freeze-window-2027-q1",
+                "0123456789abcdef-rotation",
+            ):
+                await store.set(
+                    note(id, body=f"Release freeze {id}."), ttl=None, if_version=None, operation_id=None
+                )
+        finally:
+            await store.close()
+
+    anyio.run(seed)
+    table = shown(tmp_path, "search", "rotation")
+    assert "entry:0123456789ab…" in table
+    entry = memctl("show", "entry:0123456789ab…", "--project", str(tmp_path), "--json")
+    assert entry.code == 0, entry.stderr
+    assert entry.json["id"] == "0123456789abcdef-rotation"
+    both = memctl("show", "entry:quarterly-fr…", "--project", str(tmp_path))
+    assert both.code == 7
+    assert "entry:quarterly-freeze-window-2026-q4" in both.stderr
+    assert "entry:quarterly-freeze-window-2027-q1" in both.stderr

@@ -49,6 +49,7 @@ _LAZY = {
     "rollback_document": "._document_history",
     "THIN_PASS": "._document_history",
     "thin_versions": "._document_history",
+    "CUT_MARK": "._items",
     "DocumentItem": "._items",
     "EntryItem": "._items",
     "Item": "._items",
@@ -106,6 +107,7 @@ if _typing.TYPE_CHECKING:
     from ._item_history import HistoryTarget, history_of, history_target, rollback_to
     from ._item_writes import CreateOutcome, create_item, preview_save
     from ._items import (
+        CUT_MARK,
         DocumentItem,
         EntryItem,
         Item,
@@ -152,6 +154,7 @@ __all__ = [
     "ATOM_TYPES",
     "AUDIT_CLASSES",
     "COMPACT_EXIT_CODES",
+    "CUT_MARK",
     "LLM_PASSES",
     "NO_LLM_PASSES",
     "SIMILARITY_PASS",

@@ -29,6 +29,7 @@ from ._redact import redact
 from ._redact_fields import redact_metadata
 
 __all__ = [
+    "CUT_MARK",
     "DocumentItem",
     "EntryItem",
     "Item",
@@ -44,6 +45,9 @@ __all__ = [
     "save_item",
     "search_items",
 ]
+
+CUT_MARK = "…"
+"""Ends an id a table cut short (`entry:0123456789ab…`); `find_item` takes such a ref."""
 
 _RRF_K = 60  # reciprocal rank fusion's constant: ranks from two lists become comparable scores
 _LESSON_SLOT = "self_improvement"
@@ -155,6 +159,17 @@ async def _entry(stores: ItemStores, id: str) -> EntryItem | None:
     return None if found is None else EntryItem(*found)
 
 
+async def _entries_starting(stores: ItemStores, prefix: str) -> list[Item]:
+    """The live entries whose id starts with `prefix` (a table cuts long ids: `entry:ID…`)."""
+    ids = [
+        record.id
+        async for batch in stores.entries.export_records()
+        for record in batch
+        if record.entry is not None and record.id.startswith(prefix)
+    ]
+    return [e for id in ids if (e := await _entry(stores, id)) is not None]
+
+
 async def _documents(stores: ItemStores, *, id: str | None, name: str | None, slot: str | None) -> list[Item]:
     slots = [s.name for s in await stores.knowledge.list_slots()]
     if slot is not None:
@@ -174,6 +189,7 @@ async def _documents(stores: ItemStores, *, id: str | None, name: str | None, sl
 
 async def find_item(stores: ItemStores, ref: str) -> Item:
     """The one item `ref` names: `entry:ID`, `doc:ID`, `SLOT/NAME`, or a bare id or name.
+    `entry:ID…` (an id a table cut short) names the one entry whose id starts so.
 
     A bare reference is looked up as an entry id, a document id and a document name in
     every slot; more than one match is an error listing the precise references. Reading an
@@ -181,8 +197,10 @@ async def find_item(stores: ItemStores, ref: str) -> Item:
     ref = ref.strip()
     if not ref:
         raise InvalidInput("reference", "must not be empty")
-    if ref.startswith("entry:"):
-        candidates: list[Item] = [e] if (e := await _entry(stores, ref[6:])) else []
+    if ref.startswith("entry:") and ref.endswith(CUT_MARK):
+        candidates: list[Item] = await _entries_starting(stores, ref[6:].removesuffix(CUT_MARK))
+    elif ref.startswith("entry:"):
+        candidates = [e] if (e := await _entry(stores, ref[6:])) else []
     elif ref.startswith("doc:"):
         candidates = await _documents(stores, id=ref[4:], name=None, slot=None)
     else:

@@ -170,7 +170,9 @@ def import_(
         for r in reports:
             if r["status"] != "unchanged":
                 detail = r["detail"] + (f" (differs in: {', '.join(r['differs'])})" if r["differs"] else "")
-                table.add_row(_label(r["status"], dry_run), Text(r["file"]), Text(r["ref"]), Text(detail))
+                table.add_row(
+                    _label(r["status"], dry_run), Text(r["file"]), Text(r["short_ref"]), Text(detail)
+                )
         console.print(table)
     if error is not None:
         ctx.exit(exit_code(error) if as_json else render_error(error, as_json=False))
