@@ -203,7 +203,7 @@ def test_a_hostile_capture_log_is_shown_as_text(client: TestClient, project: Pat
 @pytest.mark.parametrize(
     ("path", "status", "says"),
     [
-        ("/entry/no-such-entry", 404, "no entry or document"),
+        ("/entry/no-such-entry", 404, "no entry no-such-entry, live or deleted"),
         ("/document/no-such-doc", 404, "no document no-such-doc, live or deleted"),
         ("/knowledge?slot=nope", 404, "no knowledge slot"),
         ("/entries?offset=-3", 400, "offset"),
@@ -307,6 +307,26 @@ def test_enable_and_delete_a_document(client: TestClient, project: Path) -> None
     assert deleted.status_code == 303 and deleted.headers["location"].startswith("/knowledge?slot=knowledge")
     assert ("knowledge", "deploy.md") not in documents(project)
     assert client.get(f"/document/{target}").status_code == 404
+
+
+def test_a_deleted_entry_is_listed_and_its_old_link_offers_it_back(client: TestClient, project: Path) -> None:
+    """Issue 33: a deleted entry's link said NotFound; it is a page with its history now."""
+    assert memctl("forget", "entry:release/process", "--yes", "--project", str(project)).code == 0
+    listed = client.get("/deleted").text
+    assert 'href="/entry/release%2Fprocess"' in listed and "Release process" in listed
+    old_link = client.get("/entry/release%2Fprocess")
+    assert old_link.status_code == 404 and "This entry was deleted" in old_link.text
+    section = old_link.text[old_link.text.index('id="version-1"') :]
+    form = dict(re.findall(r'name="(\w+)" value="([^"]*)"', section[: section.index("</form>")]))
+    assert (form["id"], form["version"]) == ("release/process", "1")
+    done = client.post("/entry-restore", data=form, headers={"origin": ORIGIN})
+    assert done.status_code == 303 and "it+was+deleted+and+is+back" in done.headers["location"]
+    assert entry_records(project)["release/process"]["entry"]["body"] == "Tag, build, publish."
+    assert client.get("/entry/release%2Fprocess").status_code == 200
+    assert "release/process" not in client.get("/deleted").text
+    again = client.post("/entry-restore", data=form, headers={"origin": ORIGIN})
+    assert again.status_code == 409  # the form's version is no longer the newest: nothing written
+    assert client.get("/entry/no-such-entry").status_code == 404
 
 
 # -- the command -----------------------------------------------------------------------------

@@ -56,6 +56,11 @@ PARAMETERS: dict[str, list[tuple[str, str, str]]] = {
         ("form", "version", NUMBER),
         ("form", "expected_version", NUMBER),
     ],
+    "/entry-restore": [
+        ("form", "id", TEXT),
+        ("form", "version", NUMBER),
+        ("form", "expected_version", NUMBER),
+    ],
 }
 BAD_UTF8 = "%FF%FEx%C3"  # sent as is: percent-escapes of bytes that are no UTF-8
 # Wrong for any parameter of the kind; a text parameter takes any number as text.

@@ -40,6 +40,7 @@ _LAZY = {
     "restore": "._backup",
     "Freshness": "._freshness",
     "HistoryTarget": "._item_history",
+    "deleted_entries": "._item_history",
     "history_of": "._item_history",
     "history_target": "._item_history",
     "rollback_to": "._item_history",
@@ -104,7 +105,7 @@ if _typing.TYPE_CHECKING:
         thin_versions,
     )
     from ._freshness import Freshness
-    from ._item_history import HistoryTarget, history_of, history_target, rollback_to
+    from ._item_history import HistoryTarget, deleted_entries, history_of, history_target, rollback_to
     from ._item_writes import CreateOutcome, create_item, preview_save
     from ._items import (
         CUT_MARK,
@@ -191,6 +192,7 @@ __all__ = [
     "create_item",
     "cron_health",
     "deleted_documents",
+    "deleted_entries",
     "document_history",
     "error_signature",
     "find_item",

@@ -23,7 +23,7 @@ from ._document_history import (
 )
 from ._items import DocumentItem, EntryItem, ItemStores, find_item, only_one
 
-__all__ = ["HistoryTarget", "history_of", "history_target", "rollback_to"]
+__all__ = ["HistoryTarget", "deleted_entries", "history_of", "history_target", "rollback_to"]
 
 _ENTRY_DEPTH = 1000  # the most entry versions a store keeps is far below this
 
@@ -177,3 +177,24 @@ async def rollback_to(
         "restored_from": version,
         "undeleted": snapshots[0].get("operation") == "deleted",
     }
+
+
+async def deleted_entries(stores: ItemStores) -> list[dict[str, Any]]:
+    """Entries deleted and not brought back, newest deletion first: `id`, `title`, `at`
+    (when deleted) and `version` (the deletion's)."""
+    found: list[dict[str, Any]] = []
+    async for batch in stores.entries.export_records():
+        for record in batch:
+            if record.entry is not None or not record.history:
+                continue
+            newest = json.loads(record.history[0])
+            if newest.get("operation") == "deleted" and "rev" in newest:
+                found.append(
+                    {
+                        "id": record.id,
+                        "title": str(newest.get("title", "")),
+                        "at": str(newest.get("updated", "")),
+                        "version": int(newest["rev"]),
+                    }
+                )
+    return sorted(found, key=lambda e: e["at"], reverse=True)

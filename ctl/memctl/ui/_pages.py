@@ -13,17 +13,21 @@ from memory_bridge import Conflict, InvalidInput, NotFound
 from memory_bridge.core import (
     DocumentItem,
     EntryItem,
+    HistoryTarget,
     SaveOutcome,
     content_digest,
     deleted_documents,
+    deleted_entries,
     document_history,
     find_item,
     forget_item,
+    history_of,
     item_versions,
     list_lessons,
     locate_document,
     rollback_document,
     rollback_item,
+    rollback_to,
     save_item,
     search_items,
 )
@@ -118,7 +122,11 @@ async def knowledge(view: View) -> Response:
 
 
 async def entry(view: View) -> Response:
-    item = await _entry(view, view.text("id"))
+    id = view.text("id")
+    try:
+        item = await _entry(view, id)
+    except NotFound:
+        return await _deleted_entry(view, id)
     versions = await item_versions(view.items, item.entry.id, _HISTORY)
     return view.page(
         "entry.html.j2",
@@ -160,10 +168,21 @@ async def _deleted_document(view: View, id: str) -> Response:
     return view.page("document-deleted.html.j2", 404, history=history)
 
 
+async def _deleted_entry(view: View, id: str) -> Response:
+    """A deleted entry's old link: says so, and offers its versions back."""
+    if not id or not await view.items.entries.history(id, 1):
+        raise NotFound(f"no entry {id}, live or deleted", operation="ui")
+    history = await history_of(view.items, HistoryTarget("entry", id=id), limit=_HISTORY)
+    return view.page("entry-deleted.html.j2", 404, history=history)
+
+
 async def deleted(view: View) -> Response:
     slot = view.text("slot") or None
     return view.page(
-        "deleted.html.j2", documents=await deleted_documents(view.items.knowledge, slot), slot=slot
+        "deleted.html.j2",
+        documents=await deleted_documents(view.items.knowledge, slot),
+        entries=[] if slot else await deleted_entries(view.items),
+        slot=slot,
     )
 
 
@@ -235,6 +254,19 @@ async def document_rollback(view: View) -> Response:
     return _back(f"/document/{quote(done['documentId'], safe='')}", note)
 
 
+async def entry_restore(view: View) -> Response:
+    id, version = view.field("id"), view.field_number("version")
+    done = await rollback_to(
+        view.items,
+        HistoryTarget("entry", id=id),
+        version,
+        expected_version=view.field_number("expected_version"),
+    )
+    back = " (it was deleted and is back)" if done["undeleted"] else ""
+    note = f"entry:{id}: version {version} restored as version {done['version']}{back}"
+    return _back(f"/entry/{quote(id, safe='')}", note)
+
+
 async def disable(view: View) -> Response:
     item = await _document(view, view.field("id"))
     done = await forget_item(view.items, item, disable=True)
@@ -279,4 +311,5 @@ WRITES: dict[str, Handler] = {
     "/document-enable": enable,
     "/document-delete": delete,
     "/document-rollback": document_rollback,
+    "/entry-restore": entry_restore,
 }

@@ -76,6 +76,12 @@ ROUTES: dict[str, tuple[Param, ...]] = {
         Param("version", "form", number=True),
         Param("expected_version", "form", number=True),
     ),
+    "/entry-restore": (
+        _CSRF,
+        _FORM_ID,
+        Param("version", "form", number=True),
+        Param("expected_version", "form", number=True),
+    ),
 }
 
 
