@@ -150,10 +150,12 @@ async def test_over_mcp_a_lesson_merge_and_a_delete_are_undone_with_compare_and_
             assert "UNTRUSTED" in history["versions"][1]["text"]  # fenced: data, not instructions
             doc_id = history["versions"][0]["documentId"]
             await client.call_tool("delete_document", {"dataset": "knowledge", "documentId": doc_id})
+            by_id = {"dataset": "knowledge", "documentId": doc_id}
+            gone = payload(await client.call_tool("document_history", by_id))  # found by its deletion
+            assert gone["deleted"] and gone["name"] == "runbook.md"
 
             stale = await client.call_tool("document_rollback", {**args, "version": 1, "expected_version": 2})
             assert stale.is_error and "is at version 3, not 2" in str(stale.content[0])
-            by_id = {"dataset": "knowledge", "documentId": doc_id}
             done = payload(
                 await client.call_tool("document_rollback", {**by_id, "version": 1, "expected_version": 3})
             )

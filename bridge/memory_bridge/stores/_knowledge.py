@@ -7,6 +7,8 @@ updates the document in place.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
@@ -32,6 +34,7 @@ __all__ = [
     "SlotInfo",
     "UpsertOutcome",
     "WriteJournal",
+    "document_digest",
 ]
 
 SearchMode = Literal["hybrid", "keyword", "dense", "substring"]
@@ -226,17 +229,25 @@ class WriteJournal(Protocol):
     """Told of every document change inside the store's own write transaction, so a record
     of it (the version log) commits or rolls back with the change."""
 
-    def __call__(
+    def agrees(self, conn: sqlite3.Connection, slot: str, name: str, digest: bytes) -> bool:
+        """Whether the journal's newest record of the document has this `document_digest`
+        (then the store need not read the document before changing it)."""
+
+    def record(
         self,
         conn: sqlite3.Connection,
         now: float,
         before: Document | None,
         after: Document | None,
         change: JournalChange | None,
+        *,
+        digest: bytes | None = None,
     ) -> None:
         """`before` and `after` are the document as the store held it around the change
-        (`after` is None for a deletion); `change` None means nothing changed and `before`
-        is what the store holds."""
+        (`after` is None for a deletion; `before` None on an update means the store found
+        that the journal `agrees` with what it replaced); `change` None means nothing
+        changed and `before` is what the store holds. `digest` is `after`'s
+        `document_digest` when the store knows it."""
 
 
 JournalChange = Literal["created", "updated", "enabled", "disabled", "marked", "deleted"]
@@ -252,3 +263,10 @@ class Journaled(Protocol):
     @property
     def database(self) -> Database:
         """The store's database (the journal writes its records there)."""
+
+
+def document_digest(text: str, metadata: DocMetadata) -> bytes:
+    """The sha256 of a document's text and metadata (the embedded store keeps it, hex, to
+    skip unchanged writes; the version log compares versions by it)."""
+    payload = json.dumps([text, metadata.to_dict()], sort_keys=True)
+    return hashlib.sha256(payload.encode()).digest()

@@ -10,7 +10,6 @@ tombstone version that still holds the last state, so it can be brought back.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import zlib
@@ -20,11 +19,12 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from .._cause import WriteCause, current_cause
-from ._knowledge import METADATA_FIELDS, DocMetadata, Document
+from ._knowledge import METADATA_FIELDS, DocMetadata, Document, document_digest
 from .sqlite._db import Database
 from .sqlite._schema import run_migrations
 
 __all__ = [
+    "DELETIONS_BY_DOCUMENT",
     "QUEUED",
     "VERSIONS_DIGEST",
     "VERSIONS_TABLE",
@@ -35,6 +35,7 @@ __all__ = [
     "Seen",
     "VersionLog",
     "content_digest",
+    "newest_digest",
     "record_change",
 ]
 
@@ -142,10 +143,19 @@ VERSIONS_TABLE = """
         restored_from INTEGER,
         PRIMARY KEY (slot, name, version)
     ) WITHOUT ROWID;
-    CREATE INDEX versions_by_document ON versions (document_id);
 """
 """The log's table: in a file of its own (Dify's log), or in the embedded store's database,
 where a change and its version are written in one transaction."""
+
+VERSIONS_BY_DOCUMENT = """
+    CREATE INDEX versions_by_document ON versions (document_id);
+"""
+"""Every version by document id (Dify's log file, since its first schema)."""
+
+DELETIONS_BY_DOCUMENT = """
+    CREATE INDEX deletions_by_document ON versions (document_id) WHERE deleted = 1;
+"""
+"""Deletions by document id, all `named` needs: one index entry per deletion, not per write."""
 
 VERSIONS_DIGEST = """
     ALTER TABLE versions ADD COLUMN digest BLOB;
@@ -153,7 +163,7 @@ VERSIONS_DIGEST = """
 """A digest of each version's content (`content_digest`), so a change is compared with the
 newest version without reading its text back."""
 
-_SCHEMA: tuple[str, ...] = (VERSIONS_TABLE, VERSIONS_DIGEST)
+_SCHEMA: tuple[str, ...] = (VERSIONS_TABLE + VERSIONS_BY_DOCUMENT, VERSIONS_DIGEST)
 
 _COLUMNS = (
     "slot, name, version, document_id, text, metadata, enabled, marks, deleted, at, change, cause,"
@@ -162,9 +172,18 @@ _COLUMNS = (
 
 
 def content_digest(state: DocumentState) -> bytes:
-    """Equal for states of exactly equal text and metadata."""
-    metadata = json.dumps(state.metadata.to_dict(), ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(f"{state.text}\0{metadata}".encode()).digest()
+    """Equal for states of exactly equal text and metadata (the embedded store's own digest)."""
+    return document_digest(state.text, state.metadata)
+
+
+def newest_digest(conn: sqlite3.Connection, slot: str, name: str) -> bytes | None:
+    """The newest version's content digest; None when there is none, it is a deletion, or
+    it was recorded before digests were kept."""
+    row = conn.execute(
+        "SELECT digest, deleted FROM versions WHERE slot = ? AND name = ? ORDER BY version DESC LIMIT 1",
+        (slot, name),
+    ).fetchone()
+    return None if row is None or row[1] else row[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,12 +353,14 @@ def record_change(
     *,
     keep: int,
     cause: WriteCause,
+    change_digest: bytes | None = None,
 ) -> int:
     """Inside the caller's transaction: first make the newest version agree with `seen`
     (what the store held before the change; a state the log does not know is recorded as
     `found`), then record `change` unless it leaves the document as the newest version has
     it (a deletion or a roll-back is always recorded). With `keep`, thin the document's
-    history to its newest `keep` versions. Returns the newest version's number (0: none)."""
+    history to its newest `keep` versions. `change_digest` is `change`'s content digest
+    when the caller knows it. Returns the newest version's number (0: none)."""
     head = _head(conn, slot, name)
     if seen is not None:
         if seen.state is None:
@@ -361,7 +382,7 @@ def record_change(
                 head = _insert(conn, slot, name, after, found, digest, now, cause, keep)
     if change is None:
         return head.version if head is not None else 0
-    digest = content_digest(change.state)
+    digest = change_digest or content_digest(change.state)
     unchanged = (
         head is not None
         and not head.deleted
@@ -443,11 +464,12 @@ class VersionLog:
         return await self._db.read("version_history", run)
 
     async def named(self, document_id: str) -> tuple[str, str] | None:
-        """The slot and name a document id was last seen under."""
+        """The slot and name a deleted document's id was last seen under."""
 
         def run(conn: sqlite3.Connection, now: float) -> tuple[str, str] | None:
             row = conn.execute(
-                "SELECT slot, name FROM versions WHERE document_id = ? ORDER BY at DESC LIMIT 1",
+                "SELECT slot, name FROM versions WHERE document_id = ? AND deleted = 1"
+                " ORDER BY at DESC LIMIT 1",
                 (document_id,),
             ).fetchone()
             return None if row is None else (str(row[0]), str(row[1]))

@@ -39,6 +39,7 @@ from ._version_log import (
     NewVersion,
     Seen,
     VersionLog,
+    newest_digest,
     record_change,
 )
 
@@ -68,6 +69,49 @@ class Restored:
     undeleted: bool
 
 
+class _Journal:
+    """The version log as the embedded store's journal: each change recorded inside the
+    store's transaction, in its database."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+
+    def agrees(self, conn: sqlite3.Connection, slot: str, name: str, digest: bytes) -> bool:
+        return newest_digest(conn, slot, name) == digest
+
+    def record(
+        self,
+        conn: sqlite3.Connection,
+        now: float,
+        before: Document | None,
+        after: Document | None,
+        change: JournalChange | None,
+        *,
+        digest: bytes | None = None,
+    ) -> None:
+        document = after or before
+        if _PAUSED.get() or document is None:
+            return
+        new = None
+        if change == "deleted" and before is not None:
+            new = NewVersion(before.id, DocumentState.of(before), "deleted", deleted=True)
+        elif change is not None and after is not None:
+            new = NewVersion(after.id, DocumentState.of(after), change)
+        # an update without `before`: the store found the log agrees with what it replaced
+        seen = None if before is None and change == "updated" else _seen(before)
+        record_change(
+            conn,
+            now,
+            document.slot,
+            document.name,
+            seen,
+            new,
+            keep=self.keep,
+            cause=current_cause(),
+            change_digest=digest,
+        )
+
+
 class VersionedKnowledgeStore:
     """`inner` with a version log. `keep` (0: all) thins each document's history to its
     newest versions as it grows; the newest is always kept.
@@ -84,27 +128,7 @@ class VersionedKnowledgeStore:
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._journaled = isinstance(inner, Journaled)
         if isinstance(inner, Journaled):
-            inner.journal = self._journal
-
-    def _journal(
-        self,
-        conn: sqlite3.Connection,
-        now: float,
-        before: Document | None,
-        after: Document | None,
-        change: JournalChange | None,
-    ) -> None:
-        document = after or before
-        if _PAUSED.get() or document is None:
-            return
-        new = None
-        if change == "deleted" and before is not None:
-            new = NewVersion(before.id, DocumentState.of(before), "deleted", deleted=True)
-        elif change is not None and after is not None:
-            new = NewVersion(after.id, DocumentState.of(after), change)
-        record_change(
-            conn, now, document.slot, document.name, _seen(before), new, keep=self.keep, cause=current_cause()
-        )
+            inner.journal = _Journal(keep)
 
     def _lock(self, slot: str, name: str) -> asyncio.Lock:
         return self._locks.setdefault((slot, name), asyncio.Lock())
@@ -201,7 +225,7 @@ class VersionedKnowledgeStore:
     # -- history --------------------------------------------------------------------------------
 
     async def locate(self, slot: str | None, document_id: str) -> tuple[str, str] | None:
-        """The slot and name of a document id, live or deleted."""
+        """The slot and name of a document id: live in `slot`, or deleted."""
         if slot is not None and (doc := await self.inner.get(slot, document_id)) is not None:
             return doc.slot, doc.name
         return await self.log.named(document_id)

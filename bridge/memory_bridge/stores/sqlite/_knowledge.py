@@ -10,7 +10,6 @@ then may take a second hop from the best hit to the other half of a two-part ans
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
@@ -36,6 +35,7 @@ from .._knowledge import (
     SlotInfo,
     UpsertOutcome,
     WriteJournal,
+    document_digest,
 )
 from .._query import query_terms
 from ._db import Database
@@ -60,14 +60,9 @@ _SCALAR_FILTERS = ("atom_type", "project_module", "language", "task_type", "erro
 _Queued = tuple[int, int]  # the first and last passage rowid a write left without a vector
 
 
-def _sha(text: str, metadata: DocMetadata) -> str:
-    payload = json.dumps([text, metadata.to_dict()], sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
-
-
 def _prepare(text: str, metadata: DocMetadata) -> tuple[list[str], str]:
     """A document's passages and digest: CPU work on a large text, for a worker thread."""
-    return chunk_text(text), _sha(text, metadata)
+    return chunk_text(text), document_digest(text, metadata).hex()
 
 
 def _tags(conn: sqlite3.Connection, rowid: int) -> tuple[str, ...]:
@@ -163,13 +158,14 @@ class SqliteKnowledgeStore:
         before: Document | None,
         after: int | Document | None,
         change: JournalChange | None,
+        digest: bytes | None = None,
     ) -> None:
         """Tell the journal, if any, of a change inside its transaction (`after`: the
         document after it, or its rowid to read it by; None when deleted or unchanged)."""
         if self.journal is not None:
             if isinstance(after, int):
                 after = _document_at(conn, after)
-            self.journal(conn, now, before, after, change)
+            self.journal.record(conn, now, before, after, change, digest=digest)
 
     def _before(self, conn: sqlite3.Connection, rowid: int) -> Document | None:
         """The document as it is, when a journal will want it."""
@@ -231,11 +227,19 @@ class SqliteKnowledgeStore:
         def run(conn: sqlite3.Connection, now: float) -> tuple[UpsertOutcome, _Queued | None]:
             slot_id = self._slot_id(conn, slot)
             existing = conn.execute(
-                "SELECT rowid, id, sha256 FROM documents WHERE slot_id = ? AND name = ?", (slot_id, name)
+                "SELECT rowid, id, sha256, enabled, marks, created_at, last_recalled_at, recall_count"
+                " FROM documents WHERE slot_id = ? AND name = ?",
+                (slot_id, name),
             ).fetchone()
-            before = self._before(conn, int(existing[0])) if existing is not None else None
+            before = None
+            if existing is not None and self.journal is not None:
+                known = self.journal.agrees(
+                    conn, self._slot_name(conn, slot_id), name, bytes.fromhex(existing[2])
+                )
+                before = None if known else _document_at(conn, int(existing[0]))
             if existing is not None and existing[2] == digest:
-                self._tell(conn, now, before, None, None)
+                if before is not None:  # the journal lacks what the store holds
+                    self._tell(conn, now, before, None, None)
                 return UpsertOutcome(existing[1], created=False, changed=False), None
             values = (text, digest, now, origin, *(getattr(metadata, f) for f in _SCALAR_FILTERS))
             previous: dict[str, bytes] = {}
@@ -288,12 +292,26 @@ class SqliteKnowledgeStore:
                 if queued:
                     waiting = (queued[0], queued[-1])
                     self._vectors.note_write(*waiting, len(queued))
-            if before is None:
-                self._tell(conn, now, None, rowid, "created")
-            else:
-                stored = replace(metadata, tags=tuple(sorted(set(metadata.tags))))  # as `_tags` reads them
-                after = replace(before, text=text, metadata=stored, updated_at=now, origin=origin)
-                self._tell(conn, now, before, after, "updated")
+            if existing is None:
+                self._tell(conn, now, None, rowid, "created", bytes.fromhex(digest))
+            elif self.journal is not None:
+                after = Document(
+                    id=document_id,
+                    slot=self._slot_name(conn, slot_id),
+                    name=name,
+                    text=text,
+                    enabled=bool(existing[3]),
+                    created_at=existing[5],
+                    updated_at=now,
+                    metadata=replace(
+                        metadata, tags=tuple(sorted(set(metadata.tags)))
+                    ),  # as `_tags` reads them
+                    origin=origin,
+                    last_recalled_at=existing[6],
+                    recall_count=int(existing[7]),
+                    marks=json.loads(existing[4] or "{}"),
+                )
+                self._tell(conn, now, before, after, "updated", bytes.fromhex(digest))
             return UpsertOutcome(
                 document_id,
                 created=existing is None,
@@ -321,6 +339,10 @@ class SqliteKnowledgeStore:
                 (rowid, model),
             )
         }
+
+    @staticmethod
+    def _slot_name(conn: sqlite3.Connection, slot_id: str) -> str:
+        return str(conn.execute("SELECT name FROM slots WHERE id = ?", (slot_id,)).fetchone()[0])
 
     def _rowid(self, conn: sqlite3.Connection, slot: str, document_id: str) -> int | None:
         slot_id = self._slot_id(conn, slot)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .._version_log import VERSIONS_DIGEST, VERSIONS_TABLE
+from .._version_log import DELETIONS_BY_DOCUMENT, VERSIONS_DIGEST, VERSIONS_TABLE
 from ._schema import run_migrations
 
 __all__ = ["FTS_TOKENIZER", "KNOWLEDGE_SCHEMA_VERSION", "migrate_knowledge"]
@@ -88,7 +88,7 @@ _MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX passages_by_queue ON passages (model, position);
     """,
     # 6: every document's versions, written in the same transaction as the change itself.
-    VERSIONS_TABLE + VERSIONS_DIGEST,
+    VERSIONS_TABLE + VERSIONS_DIGEST + DELETIONS_BY_DOCUMENT,
 )
 
 KNOWLEDGE_SCHEMA_VERSION = len(_MIGRATIONS)
