@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 
@@ -69,29 +69,31 @@ async def open_state(settings: Settings, *, background: bool = True) -> AsyncIte
         await store.close()
 
 
+async def _attempt(what: str, work: Callable[[], Awaitable[object]]) -> None:
+    """One round of background work: a failure is logged, never the end of the bridge
+    (the next round tries again)."""
+    try:
+        await work()
+    except StoreError as exc:
+        log.warning("%s failed: %s", what, exc)
+    except Exception:
+        log.exception("%s failed unexpectedly; the bridge keeps serving and tries again later", what)
+
+
 async def _sweep_forever(state: AppState) -> None:
     """Drop expired entries; re-embed passages a model change left behind."""
     await anyio.sleep(STARTUP_GRACE_SECONDS)  # let the first client's requests go first
     while True:
-        try:
-            await state.store.sweep()
-        except StoreError as exc:
-            log.warning("sweeping expired entries failed: %s", exc)
+        await _attempt("sweeping expired entries", state.store.sweep)
         await anyio.sleep(state.settings.sweep_interval_seconds)
-        try:
-            await state.knowledge.upkeep()
-        except StoreError as exc:
-            log.warning("knowledge upkeep failed: %s", exc)
+        await _attempt("knowledge upkeep", state.knowledge.upkeep)
 
 
 async def _embed_entries_forever(state: AppState) -> None:
     """Give new and changed entries their vectors soon after they are written."""
     while True:
         await anyio.sleep(ENTRY_EMBED_INTERVAL_SECONDS)
-        try:
-            await state.store.upkeep()
-        except StoreError as exc:
-            log.warning("embedding entries failed: %s", exc)
+        await _attempt("embedding entries", state.store.upkeep)
 
 
 async def serve_stdio(settings: Settings) -> None:
