@@ -30,11 +30,14 @@ WAIT = 10  # seconds a page may take to answer on a busy machine
 
 
 def text(browser: Browser, css: str) -> str:
-    """The text of the first element matching `css`, once the page has one."""
-    found = WebDriverWait(browser.driver, WAIT).until(
-        expected_conditions.presence_of_element_located((By.CSS_SELECTOR, css))
-    )
-    return str(found.text)
+    """The text of the first element matching `css`, once the page has one (read again if
+    the page was replaced between finding it and reading it)."""
+
+    def read(driver: object) -> tuple[str]:  # a tuple: an empty text is an answer too
+        return (str(browser.driver.find_element(By.CSS_SELECTOR, css).text),)
+
+    wait = WebDriverWait(browser.driver, WAIT, ignored_exceptions=(StaleElementReferenceException,))
+    return wait.until(read)[0]
 
 
 def click(browser: Browser, css: str) -> None:
@@ -97,7 +100,9 @@ def test_search_open_roll_back_and_disable_with_javascript(
 
         box = driver.find_element(By.ID, "search-box")
         box.send_keys("release process")
+        entries_page = driver.find_element(By.CSS_SELECTOR, "h1")
         box.submit()
+        WebDriverWait(driver, WAIT).until(expected_conditions.staleness_of(entries_page))
         assert text(browser, "h1") == "Search"
         browser.shot("search")
         follow(browser, "#hits a[href='/entry/release%2Fprocess']")
