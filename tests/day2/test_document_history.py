@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from memory_bridge import load_settings
+from memory_bridge import StoreError, load_settings
 from memory_bridge.stores import DocMetadata, document_versions_path, open_knowledge_store
 
 from ..bridges import http_bridge
@@ -246,3 +246,28 @@ def test_a_dify_document_still_indexing_is_not_mistaken_for_an_outside_edit(
     versions = run(tmp_path, "history", "deploy.md", "--json").json["versions"]
     assert [(v["version"], v["change"]) for v in versions] == [(3, "deleted"), (2, "updated"), (1, "created")]
     assert versions[0]["text"] == "A bad overwrite."
+
+
+def test_a_change_whose_version_cannot_be_written_is_not_made(tmp_path: Path) -> None:
+    """On the embedded store a change and its version commit together: when the version
+    cannot be written, the document keeps its text."""
+    configure(tmp_path, embedding_model="none")
+    seed_documents(tmp_path, DOCS)
+    settings = load_settings(project=tmp_path)
+    with contextlib.closing(sqlite3.connect(document_versions_path(settings))) as db, db:
+        db.execute(
+            "CREATE TRIGGER full BEFORE INSERT ON versions BEGIN SELECT disk_is_full(); END"
+        )
+
+    async def overwrite() -> str | None:
+        store = open_knowledge_store(settings)
+        meta = DocMetadata(atom_type="project-lore", scope=settings.project_scope)
+        try:
+            with pytest.raises(StoreError, match="disk_is_full"):
+                await store.upsert("knowledge", "deploy.md", "Bad consolidation.", meta, origin="test")
+            doc = await store.find("knowledge", "deploy.md")
+            return doc.text if doc else None
+        finally:
+            await store.close()
+
+    assert anyio.run(overwrite) == CURATED
