@@ -67,6 +67,7 @@ _LAZY = {
     "ATOM_TYPES": "._knowledge",
     "KnowledgeContext": "._knowledge",
     "lesson_name": "._knowledge",
+    "nothing_found": "._knowledge",
     "save_to_dataset": "._knowledge",
     "slugify": "._knowledge",
     "MigrationStep": "._migrate",
@@ -117,7 +118,7 @@ if _typing.TYPE_CHECKING:
         save_item,
         search_items,
     )
-    from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, save_to_dataset, slugify
+    from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, nothing_found, save_to_dataset, slugify
     from ._llm_passes import (
         LLM_PASSES,
         SIMILARITY_PASS,
@@ -198,6 +199,7 @@ __all__ = [
     "locate_document",
     "maintain_dir",
     "migrate",
+    "nothing_found",
     "plan_migrations",
     "preview_save",
     "record_run",

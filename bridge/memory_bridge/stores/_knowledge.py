@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Literal, Protocol, runtime_checkable
 
+from ._relevance import Evidence
+
 __all__ = [
     "MARK_FIELDS",
     "METADATA_FIELDS",
@@ -109,7 +111,9 @@ class UpsertOutcome:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """The best passage of one document for a query."""
+    """The best passage of one document for a query. `score` is the calibrated relevance
+    (0..1, the same meaning in every store: see `_relevance`), `evidence` what it was
+    computed from (None where a hit's score is inherited or not calibrated)."""
 
     document_id: str
     document_name: str
@@ -124,6 +128,7 @@ class SearchHit:
     updated_at: float = 0.0  # the document's last change (0: unknown)
     last_recalled_at: float | None = None
     recall_count: int = 0
+    evidence: Evidence | None = None
 
 
 @dataclass(frozen=True, slots=True)
