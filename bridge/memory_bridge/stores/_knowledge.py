@@ -113,7 +113,8 @@ class UpsertOutcome:
 class SearchHit:
     """The best passage of one document for a query. `score` is the calibrated relevance
     (0..1, the same meaning in every store: see `_relevance`), `evidence` what it was
-    computed from (None where a hit's score is inherited or not calibrated)."""
+    computed from; a `dense` search (similarity: near duplicates) scores by cosine, a
+    `substring` one 1.0, both without evidence."""
 
     document_id: str
     document_name: str

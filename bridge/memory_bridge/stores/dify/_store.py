@@ -564,7 +564,7 @@ class DifyKnowledgeStore:
             sent = query.lower() if dataset.technique == "economy" else query  # keywords are lowercased
             records = await self.client.retrieve(dataset.id, sent[:250], model)
             hits = [self._hit(dataset, record) for record in records]
-            if mode != "substring":
+            if mode not in ("substring", "dense"):  # dense: a similarity search, Dify's cosines
                 hits = self._calibrated(query, hits, "keyword" if dataset.technique == "economy" else "dify")
             for hit in hits:
                 if mode == "substring" and query.lower() not in hit.content.lower():

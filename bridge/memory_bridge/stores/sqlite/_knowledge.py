@@ -554,11 +554,12 @@ class SqliteKnowledgeStore:
                 residual = self._query_vector(hop.residual)[0]
 
         def page(conn: sqlite3.Connection, now: float) -> SearchPage:
-            ordered = fused[: max(top_k, WINDOW)] if self.ranking.calibrated else fused
+            calibrated = self.ranking.calibrated and mode != "dense"  # dense: a similarity search, cosines
+            ordered = fused[: max(top_k, WINDOW)] if calibrated else fused
             if hop is not None and residual is not None and self._vectors is not None:
                 ordered = insert_hops(ordered, score_hops(hop, self._vectors.index(conn), residual))
             evidence: dict[int, Evidence] = {}
-            if self.ranking.calibrated:
+            if calibrated:
                 ordered, evidence = calibrate(conn, query, ordered, dense)
             scored = [item for item in ordered if score_threshold is None or item[0] >= score_threshold]
             hits = [
