@@ -279,6 +279,7 @@ async def search_items(
     found = await stores.knowledge.search(slots or known, query, flt, top_k=depth, score_threshold=searched)
     if found.degraded:
         degraded.append(f"knowledge: {found.degraded}")
+    relevance = {doc.document_id: doc.score for doc in found.hits}  # before age and use re-score them
     for rank, doc in enumerate(rerank(found.hits, stores.freshness, time.time())[:limit], 1):
         found_hits.append(
             {
@@ -293,11 +294,17 @@ async def search_items(
                 "snippet": doc.content[:200],
                 "rank": rank,
                 "score": doc.score,
+                "relevant": relevance[doc.document_id] >= applied,
             }
         )
-    kept = [hit for hit in found_hits if best_effort or hit["score"] >= applied]
+    for hit in found_hits:
+        hit.setdefault("relevant", hit["score"] >= applied)
+    kept = [hit for hit in found_hits if best_effort or hit["relevant"]]
     kept.sort(key=lambda hit: -hit["score"])  # stable: at equal score, entries first
-    hits = [{**hit, "best_effort": True} if hit["score"] < applied else hit for hit in kept[:limit]]
+    hits = []
+    for hit in kept[:limit]:
+        relevant = hit.pop("relevant")
+        hits.append(hit if relevant else {**hit, "best_effort": True})
     result: dict[str, Any] = {"query": query, "count": len(hits), "threshold": applied, "hits": hits}
     if best_effort:
         result["best_effort"] = True

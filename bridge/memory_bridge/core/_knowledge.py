@@ -140,7 +140,7 @@ def nothing_found(threshold: float, *, what: str = "document", flag: str = "best
 
 
 def _record(hit: SearchHit, slot_ids: dict[str, str], threshold: float | None = None) -> dict[str, Any]:
-    """A hit as the seed's record; below `threshold` (a best-effort search) marked as such."""
+    """A hit as the seed's record; below `threshold` (given in a best-effort search) marked."""
     return {
         "datasetId": slot_ids.get(hit.slot, hit.slot),
         "slot": hit.slot,
@@ -206,7 +206,7 @@ async def search_memory(
         "scoreThreshold": applied,
         "errors": [],
         "totalRecords": page.total,
-        "records": [_record(hit, slot_ids, applied) for hit in hits],
+        "records": [_record(hit, slot_ids, applied if best_effort else None) for hit in hits],
     }
     if best_effort:
         result["bestEffort"] = True
@@ -242,7 +242,7 @@ async def recall_lessons(
     language and task_type in turn (project_module, tags and scope are never dropped);
     stop once min(3, max_results) lessons are found. With `best_effort` hits under the
     threshold are kept, marked `bestEffort`."""
-    searched = None if best_effort else score_threshold
+    searched, marked = (None, score_threshold) if best_effort else (score_threshold, None)
     slot_ids = await _slot_ids(ctx.store)
     if LESSON_SLOT not in slot_ids:
         raise InvalidInput("dataset", f"the {LESSON_SLOT} slot does not exist; create it with create_dataset")
@@ -270,8 +270,7 @@ async def recall_lessons(
             break
     hits.sort(key=lambda item: (item[0], -item[1].score))
     lessons = [
-        {"kind": "lesson", "rungIndex": i, **_record(hit, slot_ids, score_threshold)}
-        for i, hit in hits[:max_results]
+        {"kind": "lesson", "rungIndex": i, **_record(hit, slot_ids, marked)} for i, hit in hits[:max_results]
     ]
     ctx.note_recalled(hit for _, hit in hits[:max_results])
     supplementary: list[dict[str, Any]] = []
@@ -285,7 +284,7 @@ async def recall_lessons(
                 errors.append({"supplementary": atom_type, "error": str(exc)})
                 continue
             supplementary += [
-                {"kind": "knowledge", **_record(hit, slot_ids, score_threshold)} for hit in page.hits[:1]
+                {"kind": "knowledge", **_record(hit, slot_ids, marked)} for hit in page.hits[:1]
             ]
             ctx.note_recalled(page.hits[:1])
     result: dict[str, Any] = {
