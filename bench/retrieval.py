@@ -38,6 +38,19 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
 
+from _abstention import (
+    BASELINE as CLASSICAL,
+)
+from _abstention import (
+    CALIBRATED,
+    KEYWORD,
+    ProbeResult,
+    abstention_figures,
+    abstention_report,
+    choose_threshold,
+    load_probes,
+    run_probes,
+)
 from _env import git_commit
 from _variants import (
     DEFAULT,
@@ -61,6 +74,7 @@ from memory_bridge.search import (
     load_minilm,
 )
 from memory_bridge.stores import DocMetadata, KnowledgeFilter, SearchMode, SearchPage
+from memory_bridge.stores._relevance import calibration
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 
 if TYPE_CHECKING:
@@ -463,6 +477,61 @@ async def run_queries(
         latencies.append((time.perf_counter() - start) * 1000)
         results[query.id] = atom_ids(page, by_name)
     return results, latencies
+
+
+async def probe_results(embedder: CachingEmbedder | None = None) -> list[ProbeResult]:
+    """The abstention probes (bench/_abstention.py) searched on a store of the engineering atoms."""
+    atoms = load_atoms(DATA / "atoms.jsonl")
+    probes = load_probes(DATA, read_jsonl)
+    model = embedder or CachingEmbedder(lazy_minilm(EMBED_THREADS))
+    with tempfile.TemporaryDirectory(prefix="memctl-abstention-") as directory:
+        store = open_store(Path(directory), model)
+        try:
+            await ingest(store, atom_writes(atoms), IngestTiming())
+            return await run_probes(store, probes, SLOTS, SCOPE, {(a.slot, a.name): a.id for a in atoms})
+        finally:
+            await store.close()
+
+
+def abstention_run(results: Sequence[ProbeResult]) -> tuple[str, dict[str, Any]]:
+    """The figures of "nothing found" on the `test` half: the default beside the classical
+    baseline (with no threshold, and with the best plain cut-off of its raw score on `fit`)."""
+    shipped = calibration()
+    default = shipped.threshold
+    dify = shipped.models["dify"]
+    baseline_cut = choose_threshold(results, CLASSICAL)
+    rows = [
+        (CALIBRATED, f"{default} (default)", abstention_figures(results, CALIBRATED, default, "test")),
+        (CALIBRATED, "0.55 (recall_lessons)", abstention_figures(results, CALIBRATED, 0.55, "test")),
+        (CALIBRATED, "none", abstention_figures(results, CALIBRATED, None, "test")),
+        (CLASSICAL, "none", abstention_figures(results, CLASSICAL, None, "test")),
+        (
+            CLASSICAL,
+            f"{baseline_cut} (best raw cut-off on fit)",
+            abstention_figures(results, CLASSICAL, baseline_cut, "test"),
+        ),
+        (KEYWORD, f"{default} (default)", abstention_figures(results, KEYWORD, default, "test")),
+        (
+            "Dify's hybrid score (emulated) through the dify model",
+            f"{default} (default)",
+            abstention_figures(results, CLASSICAL, default, "test", lambda hit: dify(hit.evidence)),
+        ),
+    ]
+    fit_half = abstention_figures(results, CALIBRATED, default, "fit")
+    report = abstention_report(
+        rows, "Search that says nothing found (test half; the calibration was fitted on the other)"
+    )
+    report += (
+        f"\n\nfit half, default threshold: nonsense {fit_half.abstain['nonsense']:.0%}, unanswerable "
+        f"{fit_half.abstain['unanswerable']:.0%}, answerable in top 3 {fit_half.top3:.1%}"
+    )
+    data = {
+        "threshold": default,
+        "baseline_cut": baseline_cut,
+        "rows": [{"ranking": label, "threshold": t, **asdict(f)} for label, t, f in rows],
+        "fit_half_default": asdict(fit_half),
+    }
+    return report, data
 
 
 async def quality_run(
@@ -923,6 +992,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--skip-variants", action="store_true", help="everything but the ranking variants")
     parser.add_argument(
+        "--abstention-only",
+        action="store_true",
+        help="only whether search says nothing found (unanswerable and nonsense probes)",
+    )
+    parser.add_argument(
         "--all-variants", action="store_true", help="every ranking variant, not only the last run's selection"
     )
     parser.add_argument(
@@ -1018,6 +1092,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         eval_set(f"conversations ({len(chat_atoms)} turns)", chat_atoms, chat_queries),
         eval_set(f"engineering atoms ({len(atoms)})", atoms, queries),
     ]
+    if args.abstention_only:
+        report, data = abstention_run(await probe_results())
+        print(report, flush=True)
+        return {"abstention": data, "environment": environment(args.kernels)}
     if args.variants_only:
         embedder = CachingEmbedder(lazy_minilm(EMBED_THREADS))
         embedder.embed_query("warm up")
@@ -1036,6 +1114,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print(first_use_report(first_use, model.name), end="\n\n", flush=True)
         ingest, scores = await quality_run(atoms, queries, embedder)
         print(quality_report(len(atoms), len(queries), ingest, scores), end="\n\n", flush=True)
+        abstention, abstention_data = abstention_run(await probe_results(embedder))
+        print(abstention, end="\n\n", flush=True)
         compared_variants = (
             {}
             if args.skip_variants
@@ -1057,6 +1137,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "ingest": asdict(ingest),
             **quality_json(scores),
         },
+        "abstention": abstention_data,
         "variants": variants_json(compared_variants),
         "ingest": {label: asdict(t) for label, t in compared.items()},
         "scale": [asdict(r) for r in results],

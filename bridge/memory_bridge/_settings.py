@@ -105,6 +105,16 @@ class Settings(BaseSettings):
         2, gt=0, le=64, description="Texts the bundled model embeds at once, one CPU thread each."
     )
     max_results: int = Field(8, gt=0, le=50, description="Default number of search_memory records.")
+    search_score_threshold: float = Field(
+        0.67,
+        ge=0.0,
+        le=1.0,
+        description="Least calibrated relevance (0..1) a knowledge hit needs to be returned by "
+        "search_memory, memctl search and the web view when no scoreThreshold is given; below it a "
+        "search says nothing matched (bestEffort / --best-effort shows the closest hits anyway, "
+        'marked). Measured in bench/README.md ("Search that says nothing found"); higher: fewer wrong '
+        "hits, more missed answers.",
+    )
     search_fusion: Literal["adaptive", "weighted", "rrf"] = Field(
         "adaptive",
         description="How the embedded knowledge store fuses its two rankings in hybrid search: `weighted` "

@@ -28,6 +28,7 @@ async def item_stores(settings: Settings, *, embed: bool = False) -> AsyncIterat
                 redact_entries=settings.redact_entries,
                 max_entries_warn=settings.max_entries_warn,
                 freshness=Freshness.of(settings),
+                threshold=settings.search_score_threshold,
             )
         finally:
             await knowledge.close()

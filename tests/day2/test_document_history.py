@@ -255,9 +255,7 @@ def test_a_change_whose_version_cannot_be_written_is_not_made(tmp_path: Path) ->
     seed_documents(tmp_path, DOCS)
     settings = load_settings(project=tmp_path)
     with contextlib.closing(sqlite3.connect(document_versions_path(settings))) as db, db:
-        db.execute(
-            "CREATE TRIGGER full BEFORE INSERT ON versions BEGIN SELECT disk_is_full(); END"
-        )
+        db.execute("CREATE TRIGGER full BEFORE INSERT ON versions BEGIN SELECT disk_is_full(); END")
 
     async def overwrite() -> str | None:
         store = open_knowledge_store(settings)

@@ -71,6 +71,36 @@ def test_search_ranks_entries_and_documents_together(project: Path) -> None:
     assert table.code == 0 and "deploy.md" in table.stdout and "score" in table.stdout
 
 
+def test_search_says_nothing_matched_for_nonsense_and_what_to_try(project: Path) -> None:
+    table = run(project, "search", "zqxv florp blarg")
+    assert table.code == 0
+    assert "Nothing matched" in table.stdout and "--best-effort" in table.stdout
+    assert "deploy.md" not in table.stdout
+    found = run(project, "search", "zqxv florp blarg", "--json")
+    assert found.json["count"] == 0 and found.json["hits"] == [] and "Nothing matched" in found.json["hint"]
+
+
+def test_search_finds_a_known_answer_with_a_relevance_in_0_1(project: Path) -> None:
+    found = run(project, "search", "how do we switch production releases", "--json").json
+    assert found["hits"][0]["where"] == "knowledge/deploy.md"
+    assert all(0 <= h["score"] <= 1 and h["score"] >= found["threshold"] for h in found["hits"])
+
+
+def test_search_honours_an_explicit_threshold(project: Path) -> None:
+    assert run(project, "search", "deploy blue green", "--threshold", "0.9999", "--json").json["hits"] == []
+    loose = run(project, "search", "deploy blue green", "--threshold", "0", "--json").json
+    assert loose["threshold"] == 0 and len(loose["hits"]) > 1
+    assert all("best_effort" not in h for h in loose["hits"])
+
+
+def test_search_best_effort_shows_the_closest_hits_marked(project: Path) -> None:
+    found = run(project, "search", "zqxv florp blarg", "--best-effort", "--json").json
+    assert found["best_effort"] is True and found["hits"]
+    assert all(h["best_effort"] is True and h["score"] < found["threshold"] for h in found["hits"])
+    table = run(project, "search", "zqxv florp blarg", "--best-effort")
+    assert "(best effort)" in table.stdout and "Nothing matched" not in table.stdout
+
+
 def test_search_ranks_by_age_and_use_like_search_memory(tmp_path: Path) -> None:
     text = "Feature flags are read from the flags service at startup."
     flags = [("knowledge", name, text, LORE, True) for name in ("flags-a.md", "flags-b.md")]

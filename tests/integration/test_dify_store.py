@@ -12,6 +12,7 @@ import pytest
 
 from memory_bridge import AccessDenied, InvalidInput, NotFound, StoreFailed, StoreUnavailable
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
+from memory_bridge.stores._relevance import calibration
 from memory_bridge.stores.dify import DurableKnowledgeStore, Outbox, onboard
 from memory_bridge.stores.dify._client import DifyClient
 from memory_bridge.stores.dify._outbox import MAX_REJECTIONS
@@ -148,6 +149,19 @@ async def test_upsert_by_name_updates_in_place_and_keeps_foreign_metadata(
     assert doc.metadata["scope"] == "p"
 
 
+async def test_scores_are_calibrated_relevance_and_thresholds_apply_to_them(
+    store: DifyKnowledgeStore,
+) -> None:
+    await store.upsert("knowledge", "a.md", "Deploys run on Tuesdays.", DocMetadata(scope="p"), origin="t")
+    flt = KnowledgeFilter(scope="p")
+    page = await store.search(["knowledge"], "Tuesdays deploys", flt, top_k=5, score_threshold=None)
+    hit = page.hits[0]
+    assert hit.evidence is not None and hit.evidence.store_score is not None  # Dify's own score, kept
+    assert hit.score == calibration().score("dify", hit.evidence) and 0 <= hit.score <= 1
+    strict = await store.search(["knowledge"], "Tuesdays deploys", flt, top_k=5, score_threshold=0.9999)
+    assert strict.hits == [] and strict.total == 0
+
+
 async def test_economy_datasets_search_keywords_and_say_so(app: Any) -> None:
     store = await store_for(app, technique="economy")
     try:
@@ -158,7 +172,8 @@ async def test_economy_datasets_search_keywords_and_say_so(app: Any) -> None:
             ["knowledge"], "Tuesdays deploys", KnowledgeFilter(scope="p"), top_k=5, score_threshold=None
         )
         assert [h.document_name for h in page.hits] == ["a.md"]
-        assert page.hits[0].score == 0.0
+        # Dify scores economy hits 0; memctl scores them by the query words they hold
+        assert page.hits[0].score >= calibration().threshold
         assert page.degraded is not None and "economy" in page.degraded
     finally:
         await store.close()

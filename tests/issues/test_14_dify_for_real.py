@@ -144,11 +144,14 @@ async def test_economy_finds_words_beyond_difys_ten_keywords(app: Any) -> None:
 
 
 async def test_a_score_threshold_holds_on_economy_datasets(app: Any) -> None:
-    """Finding 4: Dify returns keyword hits with score 0 whatever the threshold."""
+    """Finding 4: Dify returns keyword hits with score 0 whatever the threshold; memctl scores
+    them by the query words they hold (issue 34) and applies the threshold to that."""
     store = await economy_store(app)
     await store.upsert("knowledge", "r.md", "Retry with backoff.", DocMetadata(), origin="t")
     assert await names(store, "backoff") == ["r.md"]
-    assert await names(store, "backoff", threshold=0.5) == []
+    assert await names(store, "backoff", threshold=0.5) == ["r.md"]  # every query word: 0.89
+    assert await names(store, "backoff jitter", threshold=0.7) == []  # half of them: 0.65
+    assert await names(store, "backoff", threshold=0.95) == []
     await store.close()
 
 

@@ -362,8 +362,20 @@ def test_search_filters_by_slot_type_and_tag(client: TestClient) -> None:
     assert 'value="self_improvement" selected' in lessons
     typed = client.get("/search?q=deploy&type=reference").text
     assert "knowledge/deploy.md" not in typed
-    assert "0 hit(s)" in client.get("/search?q=learned&tag=nope").text
+    assert "Nothing matched" in client.get("/search?q=learned&tag=nope").text
     assert client.get("/search?q=deploy&slot=nope").status_code == 400
+
+
+def test_search_says_nothing_matched_and_offers_best_effort(client: TestClient) -> None:
+    nothing = client.get("/search?q=zqxv+florp+blarg").text
+    assert 'id="nothing-found"' in nothing and "Nothing matched" in nothing and "best effort" in nothing
+    assert 'id="hits"' not in nothing
+    guessed = client.get("/search?q=zqxv+florp+blarg&best_effort=1").text
+    assert (
+        'id="hits"' in guessed
+        and "best effort</span>" in guessed
+        and 'name="best_effort" value="1" checked' in guessed
+    )
 
 
 def test_memctl_ui_serves_on_loopback_with_a_one_time_link(project: Path) -> None:

@@ -71,6 +71,7 @@ _LAZY = {
     "ATOM_TYPES": "._knowledge",
     "KnowledgeContext": "._knowledge",
     "lesson_name": "._knowledge",
+    "nothing_found": "._knowledge",
     "save_to_dataset": "._knowledge",
     "slugify": "._knowledge",
     "MigrationStep": "._migrate",
@@ -124,7 +125,7 @@ if _typing.TYPE_CHECKING:
         save_item,
         search_items,
     )
-    from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, save_to_dataset, slugify
+    from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, nothing_found, save_to_dataset, slugify
     from ._llm_passes import (
         LLM_PASSES,
         SIMILARITY_PASS,
@@ -208,6 +209,7 @@ __all__ = [
     "locate_document",
     "maintain_dir",
     "migrate",
+    "nothing_found",
     "plan_migrations",
     "preview_save",
     "record_run",

@@ -17,11 +17,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
+import anyio.to_thread
 from pydantic import TypeAdapter, ValidationError
 
 from .._errors import InvalidInput, NotFound
 from ..stores._base import Entry, EntryFilter, EntryStore, EntryWrite
 from ..stores._knowledge import METADATA_FIELDS, DocMetadata, Document, KnowledgeFilter, KnowledgeStore
+from ..stores._relevance import Evidence, calibration, coverage
 from ._entries import set_entry
 from ._fields import Body, EntryType, ProjectName, Source, Tags, Title
 from ._freshness import Freshness, rerank
@@ -49,7 +51,6 @@ __all__ = [
 CUT_MARK = "…"
 """Ends an id a table cut short (`entry:0123456789ab…`); `find_item` takes such a ref."""
 
-_RRF_K = 60  # reciprocal rank fusion's constant: ranks from two lists become comparable scores
 _LESSON_SLOT = "self_improvement"
 _LESSON_TYPE = "self-improvement-lesson"
 _PAGE = 200
@@ -65,6 +66,7 @@ class ItemStores:
     redact_entries: bool = True
     max_entries_warn: int = 10_000
     freshness: Freshness = field(default_factory=Freshness)  # age and use in ranking documents
+    threshold: float = field(default_factory=lambda: calibration().threshold)  # least relevance a hit needs
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,17 +246,23 @@ async def search_items(
     type: str | None = None,
     tags: list[str] | None = None,
     limit: int = 20,
+    threshold: float | None = None,
+    best_effort: bool = False,
 ) -> dict[str, Any]:
-    """Entries and documents of this project matching `query`, ranked together.
+    """Entries and documents of this project matching `query`, ranked together by
+    calibrated relevance (0..1, `stores._relevance`).
 
-    Each store ranks its own hits; the two lists are merged by reciprocal rank fusion
-    (score = 1 / (60 + rank)), so neither store's scale decides. `slots` limits the search
-    to those knowledge slots (and leaves entries out)."""
+    A document's score is its store's; an entry's comes from the `keyword` model (the share
+    of the query's words its title, tags and body contain), as the entry store ranks by
+    words. Hits under `threshold` (default: the project's measured one) are left out, or
+    with `best_effort` kept and marked. `slots` limits the search to those knowledge slots
+    (and leaves entries out)."""
     query = query.strip()
     if not query:
         raise InvalidInput("query", "must not be empty")
+    applied = stores.threshold if threshold is None else threshold
     tag_tuple = tuple(dict.fromkeys(tags or ()))
-    ranked: list[tuple[float, dict[str, Any]]] = []
+    found_hits: list[dict[str, Any]] = []
     degraded: list[str] = []
     if not slots:
         page = await stores.entries.search(
@@ -262,47 +270,63 @@ async def search_items(
         )
         if page.extra.get("degraded"):
             degraded.append(f"entries: {page.extra['degraded']}")
-        for rank, entry in enumerate(page.entries, 1):
-            hit = {
-                "kind": "entry",
-                "ref": f"entry:{entry.id}",
-                "where": f"entry {entry.id}",
-                "id": entry.id,
-                "name": entry.title,
-                "type": entry.type,
-                "tags": list(entry.tags),
-                "snippet": entry.body[:200],
-                "rank": rank,
-                "store_score": None,
-            }
-            ranked.append((1 / (_RRF_K + rank), hit))
+        texts = [(entry.title, " ".join([*entry.tags, entry.body])) for entry in page.entries]
+        shares = await anyio.to_thread.run_sync(coverage, query, texts)
+        for rank, (entry, share) in enumerate(zip(page.entries, shares, strict=True), 1):
+            found_hits.append(
+                {
+                    "kind": "entry",
+                    "ref": f"entry:{entry.id}",
+                    "where": f"entry {entry.id}",
+                    "id": entry.id,
+                    "name": entry.title,
+                    "type": entry.type,
+                    "tags": list(entry.tags),
+                    "snippet": entry.body[:200],
+                    "rank": rank,
+                    "score": calibration().score("keyword", Evidence(coverage=share)),
+                }
+            )
     known = [s.name for s in await stores.knowledge.list_slots()]
     unknown = [s for s in slots or () if s not in known]
     if unknown:
         raise InvalidInput("slot", f"unknown slot {unknown[0]!r} (known: {', '.join(known)})")
     flt = KnowledgeFilter(atom_type=type, tags=tag_tuple, scope=stores.scope)
     depth = stores.freshness.depth(limit)
-    found = await stores.knowledge.search(slots or known, query, flt, top_k=depth, score_threshold=None)
+    searched = None if best_effort else applied
+    found = await stores.knowledge.search(slots or known, query, flt, top_k=depth, score_threshold=searched)
     if found.degraded:
         degraded.append(f"knowledge: {found.degraded}")
+    relevance = {doc.document_id: doc.score for doc in found.hits}  # before age and use re-score them
     for rank, doc in enumerate(rerank(found.hits, stores.freshness, time.time())[:limit], 1):
-        hit = {
-            "kind": "document",
-            "ref": f"doc:{doc.document_id}",
-            "where": f"{doc.slot}/{doc.document_name}",
-            "id": doc.document_id,
-            "slot": doc.slot,
-            "name": doc.document_name,
-            "type": doc.metadata.atom_type,
-            "tags": list(doc.metadata.tags),
-            "snippet": doc.content[:200],
-            "rank": rank,
-            "store_score": doc.score,
-        }
-        ranked.append((1 / (_RRF_K + rank), hit))
-    ranked.sort(key=lambda pair: -pair[0])  # stable: at equal rank, entries first
-    hits = [{**hit, "score": round(score, 6)} for score, hit in ranked[:limit]]
-    return {"query": query, "count": len(hits), "hits": hits, "degraded": degraded}
+        found_hits.append(
+            {
+                "kind": "document",
+                "ref": f"doc:{doc.document_id}",
+                "where": f"{doc.slot}/{doc.document_name}",
+                "id": doc.document_id,
+                "slot": doc.slot,
+                "name": doc.document_name,
+                "type": doc.metadata.atom_type,
+                "tags": list(doc.metadata.tags),
+                "snippet": doc.content[:200],
+                "rank": rank,
+                "score": doc.score,
+                "relevant": relevance[doc.document_id] >= applied,
+            }
+        )
+    for hit in found_hits:
+        hit.setdefault("relevant", hit["score"] >= applied)
+    kept = [hit for hit in found_hits if best_effort or hit["relevant"]]
+    kept.sort(key=lambda hit: -hit["score"])  # stable: at equal score, entries first
+    hits = []
+    for hit in kept[:limit]:
+        relevant = hit.pop("relevant")
+        hits.append(hit if relevant else {**hit, "best_effort": True})
+    result: dict[str, Any] = {"query": query, "count": len(hits), "threshold": applied, "hits": hits}
+    if best_effort:
+        result["best_effort"] = True
+    return {**result, "degraded": degraded}
 
 
 # -- history ---------------------------------------------------------------------------------

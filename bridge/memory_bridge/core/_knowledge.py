@@ -21,6 +21,7 @@ import anyio.to_thread
 from .._errors import InvalidInput, NotFound, StoreError
 from ..stores._clock import now_instant
 from ..stores._knowledge import METADATA_FIELDS, DocMetadata, KnowledgeFilter, KnowledgeStore, SearchHit
+from ..stores._relevance import calibration
 from ..stores._versioned import unversioned
 from ..stores.dify import DurableKnowledgeStore
 from ._fence import fence
@@ -35,6 +36,7 @@ __all__ = [
     "create_dataset",
     "lesson_name",
     "list_datasets",
+    "nothing_found",
     "recall_lessons",
     "resolve_slot",
     "save_lesson",
@@ -76,6 +78,12 @@ class KnowledgeContext:
     freshness: Freshness = field(default_factory=Freshness)  # the weights of age and use in ranking
     clock: Callable[[], float] = time.time
     max_document_chars: int | None = None  # longest text a save accepts (None: no limit of its own)
+    threshold: float = field(default_factory=lambda: calibration().threshold)  # when the caller gives none
+
+    def threshold_of(self, given: float | None, best_effort: bool) -> tuple[float, float | None]:
+        """The threshold in force, and the one to search with (None: best effort, everything)."""
+        applied = self.threshold if given is None else given
+        return applied, None if best_effort else applied
 
     def candidates(self, wanted: int) -> int:
         """How many hits to ask the store for, so re-ranking can lift one from below the cut."""
@@ -122,7 +130,17 @@ def _filter_of(filters: dict[str, Any] | None, scope: str) -> tuple[KnowledgeFil
     return KnowledgeFilter(tags=tag_list, **given), injected
 
 
-def _record(hit: SearchHit, slot_ids: dict[str, str]) -> dict[str, Any]:
+def nothing_found(threshold: float, *, what: str = "document", flag: str = "bestEffort: true") -> str:
+    """What to tell someone whose search found nothing relevant enough."""
+    return (
+        f"Nothing matched: no {what} scored at least {threshold:g} (calibrated relevance). "
+        f"Try fewer, more specific words, another slot or filter, or {flag} for the closest "
+        "matches below the threshold."
+    )
+
+
+def _record(hit: SearchHit, slot_ids: dict[str, str], threshold: float | None = None) -> dict[str, Any]:
+    """A hit as the seed's record; below `threshold` (given in a best-effort search) marked."""
     return {
         "datasetId": slot_ids.get(hit.slot, hit.slot),
         "slot": hit.slot,
@@ -137,6 +155,7 @@ def _record(hit: SearchHit, slot_ids: dict[str, str]) -> dict[str, Any]:
         "wordCount": hit.word_count,
         "metadata": hit.metadata.to_dict(),
         "content": fence(hit.content, hit.origin or "memory"),
+        **({"bestEffort": True} if threshold is not None and hit.score < threshold else {}),
     }
 
 
@@ -167,14 +186,16 @@ async def search_memory(
     filters: dict[str, Any] | None,
     score_threshold: float | None,
     max_results: int | None,
+    best_effort: bool = False,
 ) -> dict[str, Any]:
+    """Hybrid search; hits under the threshold (the caller's, else the measured default) are
+    left out, or with `best_effort` returned marked `bestEffort`."""
     slot_ids = await _slot_ids(ctx.store)
     names = [await resolve_slot(ctx.store, d) for d in datasets] if datasets else list(slot_ids)
     flt, injected = _filter_of(filters, ctx.scope)
     limit = max_results or ctx.max_results
-    page = await ctx.store.search(
-        names, query, flt, top_k=ctx.candidates(limit), score_threshold=score_threshold
-    )
+    applied, searched = ctx.threshold_of(score_threshold, best_effort)
+    page = await ctx.store.search(names, query, flt, top_k=ctx.candidates(limit), score_threshold=searched)
     hits = ctx.rerank(page.hits, limit)
     ctx.note_recalled(hits)
     result: dict[str, Any] = {
@@ -182,11 +203,15 @@ async def search_memory(
         "datasetsSearched": names,
         "filters": filters,
         "injectedFilters": injected,
-        "scoreThreshold": score_threshold,
+        "scoreThreshold": applied,
         "errors": [],
         "totalRecords": page.total,
-        "records": [_record(hit, slot_ids) for hit in hits],
+        "records": [_record(hit, slot_ids, applied if best_effort else None) for hit in hits],
     }
+    if best_effort:
+        result["bestEffort"] = True
+    if not hits:
+        result["hint"] = nothing_found(applied)
     if page.degraded:
         result["degraded"] = page.degraded
     return result
@@ -211,10 +236,13 @@ async def recall_lessons(
     include_knowledge: bool,
     score_threshold: float,
     max_results: int,
+    best_effort: bool = False,
 ) -> dict[str, Any]:
     """The seed's fall-back ladder: strict filters first, then drop error_pattern,
     language and task_type in turn (project_module, tags and scope are never dropped);
-    stop once min(3, max_results) lessons are found."""
+    stop once min(3, max_results) lessons are found. With `best_effort` hits under the
+    threshold are kept, marked `bestEffort`."""
+    searched, marked = (None, score_threshold) if best_effort else (score_threshold, None)
     slot_ids = await _slot_ids(ctx.store)
     if LESSON_SLOT not in slot_ids:
         raise InvalidInput("dataset", f"the {LESSON_SLOT} slot does not exist; create it with create_dataset")
@@ -228,7 +256,7 @@ async def recall_lessons(
         flt = replace(KnowledgeFilter(**rung, tags=tuple(tags or ())), scope=ctx.scope)
         try:
             page = await ctx.store.search(
-                [LESSON_SLOT], query, flt, top_k=ctx.candidates(max_results), score_threshold=score_threshold
+                [LESSON_SLOT], query, flt, top_k=ctx.candidates(max_results), score_threshold=searched
             )
         except StoreError as exc:
             errors.append({"rung": index, "filters": rung, "error": str(exc)})
@@ -241,7 +269,9 @@ async def recall_lessons(
         if len(hits) >= enough:
             break
     hits.sort(key=lambda item: (item[0], -item[1].score))
-    lessons = [{"kind": "lesson", "rungIndex": i, **_record(hit, slot_ids)} for i, hit in hits[:max_results]]
+    lessons = [
+        {"kind": "lesson", "rungIndex": i, **_record(hit, slot_ids, marked)} for i, hit in hits[:max_results]
+    ]
     ctx.note_recalled(hit for _, hit in hits[:max_results])
     supplementary: list[dict[str, Any]] = []
     module = facets.get("project_module")
@@ -249,15 +279,15 @@ async def recall_lessons(
         for atom_type in ("bug-root-cause", "feedback-rule"):
             flt = KnowledgeFilter(atom_type=atom_type, project_module=module, scope=ctx.scope)
             try:
-                page = await ctx.store.search(
-                    ["knowledge"], query, flt, top_k=1, score_threshold=score_threshold
-                )
+                page = await ctx.store.search(["knowledge"], query, flt, top_k=1, score_threshold=searched)
             except StoreError as exc:
                 errors.append({"supplementary": atom_type, "error": str(exc)})
                 continue
-            supplementary += [{"kind": "knowledge", **_record(hit, slot_ids)} for hit in page.hits[:1]]
+            supplementary += [
+                {"kind": "knowledge", **_record(hit, slot_ids, marked)} for hit in page.hits[:1]
+            ]
             ctx.note_recalled(page.hits[:1])
-    return {
+    result: dict[str, Any] = {
         "query": query,
         "lessonDataset": LESSON_SLOT,
         "ladderUsed": ladder,
@@ -269,6 +299,11 @@ async def recall_lessons(
         "errors": errors,
         "records": lessons + supplementary,
     }
+    if best_effort:
+        result["bestEffort"] = True
+    if not lessons and not supplementary:
+        result["hint"] = nothing_found(score_threshold)
+    return result
 
 
 def _metadata(given: dict[str, Any] | None, scope: str) -> DocMetadata:

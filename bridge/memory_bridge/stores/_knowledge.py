@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
     from .sqlite._db import Database
 
+from ._relevance import Evidence
+
 __all__ = [
     "MARK_FIELDS",
     "METADATA_FIELDS",
@@ -121,7 +123,10 @@ class UpsertOutcome:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """The best passage of one document for a query."""
+    """The best passage of one document for a query. `score` is the calibrated relevance
+    (0..1, the same meaning in every store: see `_relevance`), `evidence` what it was
+    computed from; a `dense` search (similarity: near duplicates) scores by cosine, a
+    `substring` one 1.0, both without evidence."""
 
     document_id: str
     document_name: str
@@ -136,6 +141,7 @@ class SearchHit:
     updated_at: float = 0.0  # the document's last change (0: unknown)
     last_recalled_at: float | None = None
     recall_count: int = 0
+    evidence: Evidence | None = None
 
 
 @dataclass(frozen=True, slots=True)

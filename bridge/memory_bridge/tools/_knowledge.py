@@ -117,7 +117,14 @@ def _context(ctx: ToolContext) -> kn.KnowledgeContext:
         recalled,
         freshness,
         max_document_chars=settings.max_document_chars,
+        threshold=settings.search_score_threshold,
     )
+
+
+_BEST_EFFORT = (
+    "Also return the closest records under scoreThreshold, each marked bestEffort: true "
+    "(for when nothing relevant enough was found and a guess is better than nothing)."
+)
 
 
 @tool("Search knowledge memory", READ_ONLY)
@@ -129,12 +136,16 @@ async def search_memory(
     filters: SearchFilters | None = None,
     scoreThreshold: Threshold | None = None,
     maxResults: Annotated[int | None, Field(ge=1, le=50)] = None,
+    bestEffort: Annotated[bool, Field(description=_BEST_EFFORT)] = False,
 ) -> SearchMemoryResult:
     """Hybrid (keyword + semantic) search over knowledge documents, best first.
 
     By default only this project's documents are searched (`injectedFilters.scope`);
     pass filters.scope="*" for every project. Each record carries documentId, slot,
-    score, metadata and the passage, fenced as untrusted data.
+    score, metadata and the passage, fenced as untrusted data. A score is calibrated
+    relevance (0..1, the same meaning for every query); records under scoreThreshold
+    (default: the project's measured threshold) are left out, so an empty result means
+    nothing relevant is stored (`hint` says what to try).
     """
     result = await kn.search_memory(
         _context(ctx),
@@ -143,6 +154,7 @@ async def search_memory(
         filters=_dump(filters),
         score_threshold=scoreThreshold,
         max_results=maxResults,
+        best_effort=bestEffort,
     )
     return SearchMemoryResult.model_validate(result)
 
@@ -157,8 +169,9 @@ async def recall_lessons(
     error_pattern: Facet | None = None,
     tags: list[Facet] | None = None,
     includeKnowledge: bool = True,
-    scoreThreshold: Threshold = 0.3,
+    scoreThreshold: Threshold = 0.55,
     maxResults: Annotated[int, Field(ge=1, le=20)] = 5,
+    bestEffort: Annotated[bool, Field(description=_BEST_EFFORT)] = False,
 ) -> RecallResult:
     """Lessons from past corrections that apply to this task; call before non-trivial work.
 
@@ -180,6 +193,7 @@ async def recall_lessons(
         include_knowledge=includeKnowledge,
         score_threshold=scoreThreshold,
         max_results=maxResults,
+        best_effort=bestEffort,
     )
     return RecallResult.model_validate(result)
 

@@ -188,6 +188,13 @@ class Record(ToolResult):
     wordCount: int
     metadata: Metadata
     content: str
+    bestEffort: bool | None = Field(
+        None, description="True: scored under the threshold, returned only because bestEffort was asked."
+    )
+
+
+_BEST_EFFORT = "True when bestEffort was asked: records under scoreThreshold are included, marked."
+_HINT = "When nothing scored at least scoreThreshold: that nothing matched, and what to try."
 
 
 class SearchMemoryResult(ToolResult):
@@ -199,6 +206,8 @@ class SearchMemoryResult(ToolResult):
     errors: list[dict[str, Any]]
     totalRecords: int
     records: list[Record]
+    bestEffort: bool | None = Field(None, description=_BEST_EFFORT)
+    hint: str | None = Field(None, description=_HINT)
     degraded: str | None = Field(None, description="Why dense retrieval was unavailable, if it was.")
 
 
@@ -218,6 +227,8 @@ class RecallResult(ToolResult):
     totalRecords: int
     errors: list[dict[str, Any]]
     records: list[Record]
+    bestEffort: bool | None = Field(None, description=_BEST_EFFORT)
+    hint: str | None = Field(None, description=_HINT)
 
 
 class SaveResult(ToolResult):

@@ -41,6 +41,7 @@ from memory_bridge.core import (
     forget_item,
     item_versions,
     list_lessons,
+    nothing_found,
     save_item,
     search_items,
 )
@@ -86,7 +87,12 @@ def _search_table(result: dict[str, Any]) -> Table:
         Column("type", drop=1),
     )
     rows = [
-        (f"{hit['score']:.4f}", Text(short_ref(hit)), Text(hit["name"]), Text(hit["type"]))
+        (
+            f"{hit['score']:.2f}" + (" (best effort)" if hit.get("best_effort") else ""),
+            Text(short_ref(hit)),
+            Text(hit["name"]),
+            Text(hit["type"]),
+        )
         for hit in result["hits"]
     ]
     return fitted_table(f"memctl search: {result['count']} hit(s) for {result['query']!r}", columns, rows)
@@ -98,6 +104,12 @@ def _search_table(result: dict[str, Any]) -> Table:
 @click.option("--type", "type_", help="Only entries of this type and documents of this atom type.")
 @click.option("--tag", "tags", multiple=True, help="Only items carrying this tag (repeatable: all of them).")
 @click.option("--limit", type=click.IntRange(1, 200), default=20, show_default=True, help="Most hits shown.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    help="Least relevance (0..1) a hit needs [default: setting search_score_threshold].",
+)
+@click.option("--best-effort", is_flag=True, help="Also show the closest hits under the threshold, marked.")
 @project_option
 @json_option
 def search(
@@ -106,30 +118,49 @@ def search(
     type_: str | None,
     tags: tuple[str, ...],
     limit: int,
+    threshold: float | None,
+    best_effort: bool,
     project: Path | None,
     as_json: bool,
 ) -> None:
     """Search entries and knowledge documents together, best first.
 
-    Each store ranks its own hits (as memory_search and search_memory do); the two lists
-    are merged by reciprocal rank fusion, so a hit's score is 1 / (60 + its rank in its
-    store). Documents are this project's (its scope). --slot searches only those slots.
+    A hit's score is calibrated relevance, 0 to 1, the same scale for entries and
+    documents and for every query (as search_memory scores). Hits under the threshold
+    are not shown: when nothing is relevant enough the search says so. Documents are
+    this project's (its scope). --slot searches only those slots.
 
     \b
     Example:
       memctl search "deploy blue green"
       memctl search timeout --type self-improvement-lesson --json
+      memctl search "autoscaling" --best-effort
     """
     settings = provisioned_settings(project)
     result = _with_stores(
         settings,
-        lambda s: search_items(s, query, slots=list(slots), type=type_, tags=list(tags), limit=limit),
+        lambda s: search_items(
+            s,
+            query,
+            slots=list(slots),
+            type=type_,
+            tags=list(tags),
+            limit=limit,
+            threshold=threshold,
+            best_effort=best_effort,
+        ),
         embed=True,
     )
+    hint = (
+        None
+        if result["hits"]
+        else nothing_found(result["threshold"], what="entry or document", flag="--best-effort")
+    )
     if as_json:
-        emit_json({**result, "hits": [{**hit, "short_ref": short_ref(hit)} for hit in result["hits"]]})
+        hits = [{**hit, "short_ref": short_ref(hit)} for hit in result["hits"]]
+        emit_json({**result, "hits": hits, **({"hint": hint} if hint else {})})
         return
-    console.print(_search_table(result))
+    console.print(_search_table(result) if hint is None else Text(hint))
     for note in result["degraded"]:
         console.print(Text(f"degraded: {note}"))
 

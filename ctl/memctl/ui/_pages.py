@@ -25,6 +25,7 @@ from memory_bridge.core import (
     item_versions,
     list_lessons,
     locate_document,
+    nothing_found,
     rollback_document,
     rollback_item,
     rollback_to,
@@ -86,7 +87,8 @@ async def entries(view: View) -> Response:
 
 async def search(view: View) -> Response:
     query, kind, slot, tag = (view.text(name).strip() for name in ("q", "type", "slot", "tag"))
-    result = None
+    best_effort = view.text("best_effort") == "1"
+    result = hint = None
     if query:
         result = await search_items(
             view.items,
@@ -95,9 +97,22 @@ async def search(view: View) -> Response:
             type=kind or None,
             tags=[tag] if tag else None,
             limit=_PAGE,
+            best_effort=best_effort,
         )
+        if not result["hits"]:
+            hint = nothing_found(result["threshold"], what="entry or document", flag="“best effort”")
     slots = [s.name for s in await view.items.knowledge.list_slots()]
-    return view.page("search.html.j2", query=query, type=kind, slot=slot, tag=tag, slots=slots, result=result)
+    return view.page(
+        "search.html.j2",
+        query=query,
+        type=kind,
+        slot=slot,
+        tag=tag,
+        slots=slots,
+        result=result,
+        best_effort=best_effort,
+        hint=hint,
+    )
 
 
 async def knowledge(view: View) -> Response:

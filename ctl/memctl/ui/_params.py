@@ -48,6 +48,7 @@ ROUTES: dict[str, tuple[Param, ...]] = {
         Param("type", max_length=120),
         Param("slot", max_length=120),
         Param("tag", max_length=200),
+        Param("best_effort", max_length=1),
         _DONE,
     ),
     "/knowledge": (Param("slot", max_length=120), _OFFSET, _DONE),

@@ -13,7 +13,11 @@
   weighted score); `economy` ones by keyword only (scores 0), and say so. Economy
   keywords are case-sensitive and capped at 10 per passage in Dify, so memctl sets each
   passage's keywords itself (every word, lowercased) once Dify has indexed it, and
-  lowercases queries; score thresholds are applied here too.
+  lowercases queries.
+- Scores are calibrated relevance as in the embedded store (`stores._relevance`): Dify's
+  own score and the query-term coverage of the passage (`dify` model), coverage alone
+  on economy datasets (`keyword` model); thresholds apply to that score, here, never in
+  Dify.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -45,6 +49,7 @@ from .._knowledge import (
     SlotInfo,
     UpsertOutcome,
 )
+from .._relevance import Evidence, RelevanceModel, calibration, coverage
 from ._client import STALE_FLAG_SECONDS, DifyClient
 
 __all__ = ["DifyKnowledgeStore"]
@@ -494,13 +499,14 @@ class DifyKnowledgeStore:
     # -- search -----------------------------------------------------------------------------
 
     def _retrieval_model(
-        self, dataset: _Dataset, mode: SearchMode, flt: KnowledgeFilter, top_k: int, threshold: float | None
+        self, dataset: _Dataset, mode: SearchMode, flt: KnowledgeFilter, top_k: int
     ) -> dict[str, Any]:
+        """Dify's threshold stays off: thresholds apply to the calibrated score, here."""
         model: dict[str, Any] = {
             "reranking_enable": False,
             "top_k": top_k,
-            "score_threshold_enabled": threshold is not None,
-            "score_threshold": threshold or 0.0,
+            "score_threshold_enabled": False,
+            "score_threshold": 0.0,
         }
         if dataset.technique == "economy":
             model["search_method"] = "keyword_search"
@@ -525,6 +531,17 @@ class DifyKnowledgeStore:
             model["metadata_filtering_conditions"] = conditions
         return model
 
+    @staticmethod
+    def _calibrated(query: str, hits: list[SearchHit], model: RelevanceModel) -> list[SearchHit]:
+        """The hits with Dify's score replaced by calibrated relevance (evidence kept)."""
+        shares = coverage(query, [(hit.document_name, hit.content) for hit in hits])
+        shipped = calibration()
+        out = []
+        for hit, share in zip(hits, shares, strict=True):
+            evidence = Evidence(coverage=share, store_score=hit.score if model == "dify" else None)
+            out.append(replace(hit, score=shipped.score(model, evidence), evidence=evidence))
+        return out
+
     async def search(
         self,
         slots: list[str],
@@ -544,14 +561,17 @@ class DifyKnowledgeStore:
             # more than top_k, so `total` can count matches beyond the page (Dify gives no total)
             fetch = max(top_k, _SUBSTRING_CANDIDATES if mode == "substring" else _CANDIDATES)
             search_mode: SearchMode = "keyword" if mode == "substring" else mode
-            model = self._retrieval_model(dataset, search_mode, flt, fetch, score_threshold)
+            model = self._retrieval_model(dataset, search_mode, flt, fetch)
             sent = query.lower() if dataset.technique == "economy" else query  # keywords are lowercased
-            for record in await self.client.retrieve(dataset.id, sent[:250], model):
-                hit = self._hit(dataset, record)
+            records = await self.client.retrieve(dataset.id, sent[:250], model)
+            hits = [self._hit(dataset, record) for record in records]
+            if mode not in ("substring", "dense"):  # dense: a similarity search, Dify's cosines
+                hits = self._calibrated(query, hits, "keyword" if dataset.technique == "economy" else "dify")
+            for hit in hits:
                 if mode == "substring" and query.lower() not in hit.content.lower():
                     continue
                 if score_threshold is not None and hit.score < score_threshold:
-                    continue  # Dify returns economy hits (score 0) whatever the threshold
+                    continue
                 if hit.document_id not in best or hit.score > best[hit.document_id].score:
                     best[hit.document_id] = hit
         hits = sorted(best.values(), key=lambda h: -h.score)

@@ -38,9 +38,11 @@ from .._knowledge import (
     document_digest,
 )
 from .._query import query_terms
+from .._relevance import Evidence
 from ._db import Database
 from ._knowledge_hop import Coverage, Fused, HopPlan, insert_hops, plan_hop, score_hops
 from ._knowledge_ranking import Ranking, fuse
+from ._knowledge_relevance import WINDOW, calibrate
 from ._knowledge_schema import migrate_knowledge
 from ._knowledge_terms import TermFrequencies
 from ._knowledge_vectors import BATCH as EMBED_BATCH
@@ -582,15 +584,14 @@ class SqliteKnowledgeStore:
         if query_vector is not None and self._vectors is not None:
             degraded = self._vectors.catch_up(where, tuple(params))
 
+        dense: dict[int, tuple[float, int]] = {}
+
         def rank(conn: sqlite3.Connection, now: float) -> SearchPage | tuple[Fused, HopPlan | None]:
             if mode == "substring":
                 return self._substring(conn, query, where, params, top_k)
             keyword = self._keyword(conn, query_terms(query), where, params) if mode != "dense" else {}
-            dense = (
-                self._dense(conn, query_vector, where, params, keyword)
-                if query_vector is not None and mode != "keyword"
-                else {}
-            )
+            if query_vector is not None and mode != "keyword":
+                dense.update(self._dense(conn, query_vector, where, params, keyword))
             if mode == "hybrid":
                 fused = fuse(self.ranking, keyword, dense)
             else:  # one side alone: its own score (BM25 normalised to the best hit)
@@ -621,11 +622,18 @@ class SqliteKnowledgeStore:
                 residual = self._query_vector(hop.residual)[0]
 
         def page(conn: sqlite3.Connection, now: float) -> SearchPage:
-            ordered = fused
+            calibrated = self.ranking.calibrated and mode != "dense"  # dense: a similarity search, cosines
+            ordered = fused[: max(top_k, WINDOW)] if calibrated else fused
             if hop is not None and residual is not None and self._vectors is not None:
-                ordered = insert_hops(fused, score_hops(hop, self._vectors.index(conn), residual))
+                ordered = insert_hops(ordered, score_hops(hop, self._vectors.index(conn), residual))
+            evidence: dict[int, Evidence] = {}
+            if calibrated:
+                ordered, evidence = calibrate(conn, query, ordered, dense)
             scored = [item for item in ordered if score_threshold is None or item[0] >= score_threshold]
-            hits = [self._hit(conn, document, passage, score) for score, document, passage in scored[:top_k]]
+            hits = [
+                self._hit(conn, document, passage, score, evidence.get(document))
+                for score, document, passage in scored[:top_k]
+            ]
             return SearchPage(hits, len(scored), degraded)
 
         return self._db.run("search_memory", page, False)
@@ -684,7 +692,14 @@ class SqliteKnowledgeStore:
             hits.append(self._hit(conn, int(document), int(passage[0]), 1.0))
         return SearchPage(hits, int(total))
 
-    def _hit(self, conn: sqlite3.Connection, document: int, passage: int, score: float) -> SearchHit:
+    def _hit(
+        self,
+        conn: sqlite3.Connection,
+        document: int,
+        passage: int,
+        score: float,
+        evidence: Evidence | None = None,
+    ) -> SearchHit:
         row = conn.execute(
             f"SELECT {_DOC_COLUMNS} FROM documents AS d JOIN slots AS s ON s.id = d.slot_id"
             " WHERE d.rowid = ?",
@@ -708,6 +723,7 @@ class SqliteKnowledgeStore:
             updated_at=doc.updated_at,
             last_recalled_at=doc.last_recalled_at,
             recall_count=doc.recall_count,
+            evidence=evidence,
         )
 
     async def similar_documents(

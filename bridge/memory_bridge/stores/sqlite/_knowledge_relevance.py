@@ -1,0 +1,54 @@
+"""The embedded store's calibrated relevance: the head of the ranking re-scored by the
+shipped calibration (`stores._relevance`), its order kept.
+
+Each document of the head (the fusion's best `window`, with the second hop's) is scored
+from its best passage's cosine and the query-term coverage of the passage shown
+(`hybrid` model), or from coverage alone when the search had no vectors (`keyword`
+model). The ranking orders better than the calibration does (it weighs every candidate;
+measured in bench/README.md), so the order stays and a hit's score is the best
+calibrated relevance at its rank or below: scores fall with rank, and a threshold cuts
+the ranking after the last hit relevant enough. Documents past the head are left out.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .._relevance import Evidence, RelevanceModel, calibration, coverage
+from ._knowledge_hop import Fused
+
+__all__ = ["WINDOW", "calibrate"]
+
+WINDOW = 20  # documents scored, at least (more when more are asked for)
+
+Scored = dict[int, tuple[float, int]]  # document rowid -> (cosine, best passage rowid)
+
+
+def calibrate(
+    conn: sqlite3.Connection, query: str, ranked: Fused, dense: Scored
+) -> tuple[Fused, dict[int, Evidence]]:
+    """`ranked` in its order with calibrated scores, and each document's evidence."""
+    if not ranked:
+        return [], {}
+    marks = ", ".join("?" for _ in ranked)
+    texts = {
+        int(rowid): (name, content)
+        for rowid, name, content in conn.execute(
+            "SELECT p.rowid, d.name, p.content FROM passages AS p JOIN documents AS d ON d.rowid = p.document"
+            f" WHERE p.rowid IN ({marks})",
+            [passage for _, _, passage in ranked],
+        )
+    }
+    shares = coverage(query, [texts[passage] for _, _, passage in ranked])
+    model: RelevanceModel = "hybrid" if dense else "keyword"
+    shipped = calibration()
+    evidence: dict[int, Evidence] = {}
+    for (_, document, _), share in zip(ranked, shares, strict=True):
+        cosine = max(0.0, dense[document][0]) if document in dense else 0.0
+        evidence[document] = Evidence(share, cosine if model == "hybrid" else None)
+    scored: Fused = []
+    best = 0.0
+    for _, document, passage in reversed(ranked):
+        best = max(best, shipped.score(model, evidence[document]))
+        scored.append((best, document, passage))
+    return scored[::-1], evidence

@@ -1,0 +1,31 @@
+"""The shipped calibration: what its scores mean, and the default threshold in step with it."""
+
+from __future__ import annotations
+
+from memory_bridge import Settings
+from memory_bridge.stores._relevance import Evidence, calibration, coverage
+
+
+def test_the_default_threshold_is_the_measured_one() -> None:
+    assert Settings.model_fields["search_score_threshold"].default == calibration().threshold
+
+
+def test_scores_are_in_0_1_and_grow_with_the_evidence() -> None:
+    shipped = calibration()
+    weak, close = Evidence(coverage=0.0, cosine=0.1), Evidence(coverage=0.5, cosine=0.7)
+    assert 0.0 <= shipped.score("hybrid", weak) < shipped.threshold < shipped.score("hybrid", close) <= 1.0
+    assert shipped.score("dify", Evidence(0.0, store_score=0.1)) < shipped.score(
+        "dify", Evidence(0.0, store_score=0.8)
+    )
+
+
+def test_a_hit_holding_every_query_word_passes_whatever_its_cosine() -> None:
+    shipped = calibration()
+    assert shipped.score("hybrid", Evidence(coverage=1.0, cosine=0.05)) >= shipped.threshold
+
+
+def test_coverage_counts_whole_stemmed_words_and_ignores_stop_words() -> None:
+    passages = [("deploy.md", "Deploys go blue/green"), ("other.md", "florps are not words"), ("x", "the of")]
+    assert coverage("deploying blue", passages) == [1.0, 0.0, 0.0]
+    assert coverage("the of", passages) == [0.0, 0.0, 0.0]  # stop words only: nothing to cover
+    assert coverage("flor", passages)[1] == 0.0  # whole words, not prefixes
