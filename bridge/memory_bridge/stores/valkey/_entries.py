@@ -34,13 +34,14 @@ from .._base import (
 )
 from .._clock import format_instant
 from .._query import query_terms
+from ._calls import run_all
 from ._errors import client_retry, map_valkey_errors
-from ._index import IndexState, Ranking, WordIndex, add_up, snapshot_words
+from ._index import IndexState, Ranking, WordIndex, add_up, ranking_of, snapshot_words, stats_of
 from ._keys import KeyLayout, LegacyClusterKeys, shard_layouts, shard_of, shards_pattern
 from ._legacy import LegacyMover
 from ._rank import Stats, count_stats, entry_terms, order, rank
 from ._replies import hash_fields
-from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPGRADE, WRITE
+from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SEARCH, STATS, SWEEP, UPGRADE, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
 __all__ = ["ValkeyEntryStore"]
@@ -186,6 +187,8 @@ class ValkeyEntryStore:
         self._fetch_many = self._client.register_script(FETCH)
         self._upgrade = self._client.register_script(UPGRADE)
         self._export_many = self._client.register_script(EXPORT)
+        self._search = self._client.register_script(SEARCH)
+        self._stats = self._client.register_script(STATS)
         self._indexes = [WordIndex(self._client, keys, self._clock, _progress) for keys in self._layouts]
         self._mover = LegacyMover(self._client, self._legacy_keys, self._import, self._layout, _progress)
 
@@ -301,7 +304,7 @@ class ValkeyEntryStore:
 
     async def _per_shard(self, ids: Iterable[str], script: Any, chunk_size: int) -> dict[str, Any]:
         """id -> its reply from `script` (FETCH or EXPORT), run over each shard's ids in
-        chunks, the shards at once."""
+        chunks, the shards at once (in one pipeline when each shard's ids are one chunk)."""
 
         async def one_shard(shard: int, shard_ids: list[str]) -> list[tuple[str, Any]]:
             keys = self._layouts[shard]
@@ -314,6 +317,18 @@ class ValkeyEntryStore:
             return found
 
         groups = self._by_shard(ids)
+        if all(len(group) <= chunk_size for group in groups.values()):  # a page: one round trip
+            calls = [
+                ([self._layouts[shard].own("memcount")], [self._layouts[shard].prefix, *group])
+                for shard, group in groups.items()
+            ]
+            replies = await run_all(self._client, script, calls) if calls else []
+            _progress()
+            return {
+                id: reply
+                for group, shard_replies in zip(groups.values(), replies, strict=True)
+                for id, reply in zip(group, shard_replies, strict=True)
+            }
         done = await asyncio.gather(*(one_shard(shard, group) for shard, group in groups.items()))
         return {id: reply for shard in done for id, reply in shard}
 
@@ -557,7 +572,10 @@ class ValkeyEntryStore:
     async def _store_stats(self, terms: list[str]) -> Stats | None:
         """The store's statistics of the terms from the word index (a cluster's shards added
         up); None while it is not built."""
-        found = await asyncio.gather(*(index.stats(terms) for index in self._indexes))
+        replies = await run_all(
+            self._client, self._stats, [index.stats_call(terms) for index in self._indexes]
+        )
+        found = [stats_of(reply, terms) for reply in replies]
         parts = [shard for shard in found if shard is not None]
         return add_up(parts, terms) if len(parts) == len(found) else None
 
@@ -565,12 +583,12 @@ class ValkeyEntryStore:
         self, flt: EntryFilter, terms: list[str], depth: int, *, whole: bool, store: Stats | None
     ) -> list[Ranking] | None:
         """Every shard's candidates at once; None when any shard's index cannot answer."""
-        found = await asyncio.gather(
-            *(
-                index.candidates(terms, self._filter_sets(flt, keys), depth, whole=whole, store=store)
-                for index, keys in zip(self._indexes, self._layouts, strict=True)
-            )
-        )
+        calls = [
+            index.search_call(terms, self._filter_sets(flt, keys), depth, whole=whole, store=store)
+            for index, keys in zip(self._indexes, self._layouts, strict=True)
+        ]
+        replies = await run_all(self._client, self._search, calls)
+        found = [ranking_of(reply, terms, whole=whole, store=store) for reply in replies]
         shards = [shard for shard in found if shard is not None]
         return shards if len(shards) == len(found) else None
 

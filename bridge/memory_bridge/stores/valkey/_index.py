@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from ._calls import Call
 from ._keys import KeyLayout
 from ._rank import Candidate, Mode, Stats, entry_terms
 from ._replies import hash_fields
-from ._scripts import INDEX_BATCH, INDEX_READ, SEARCH, STATS
+from ._scripts import INDEX_BATCH, INDEX_READ
 
-__all__ = ["IndexState", "Ranking", "WordIndex", "add_up", "snapshot_words"]
+__all__ = ["IndexState", "Ranking", "WordIndex", "add_up", "ranking_of", "snapshot_words", "stats_of"]
 
 # Entries whose recorded expiry is at most this far ahead are checked for being gone when
 # a search counts the entries searched: covers clock differences between bridges and server.
@@ -77,6 +78,35 @@ def snapshot_words(id: str, raw: str | None) -> tuple[str, dict[str, str]]:
     return raw, entry_terms(id, snap["title"], "" if body is None or body is False else str(body), tag_list)
 
 
+def stats_of(reply: Any, terms: list[str]) -> Stats | None:
+    """STATS's reply; None while the index is not built."""
+    if reply[0] != "ok":
+        return None
+    return Stats(int(reply[1]), {t: int(f) for t, f in zip(terms, reply[2], strict=True)})
+
+
+def ranking_of(reply: Any, terms: list[str], *, whole: bool, store: Stats | None) -> Ranking | None:
+    """SEARCH's reply; None while the index is not built, or when the terms match too many
+    entries for one script (the caller scans)."""
+    if reply[0] != "ok":
+        return None
+    _, searched, mode, freq, rows, matched = reply
+    candidates = []
+    hashes: dict[str, dict[str, str]] | None = {} if whole else None
+    for id, hits, updated, *rest in json.loads(rows):
+        counts = {
+            term: tuple(map(int, text.split(",")))
+            for term, text in zip(terms, rest, strict=False)
+            if text != _ABSENT
+        }
+        candidates.append(Candidate(id, int(hits or 0), updated, counts))
+        if hashes is not None:
+            hashes[id] = hash_fields(rest[len(terms)])
+    stats = store or Stats(int(searched), {t: int(f) for t, f in zip(terms, freq, strict=True)})
+    found: Mode = "any" if mode == "any" else "all"
+    return Ranking(candidates, stats, found, int(matched), hashes)
+
+
 class WordIndex:
     def __init__(
         self, client: Any, keys: KeyLayout, clock: Callable[[], float], progress: Callable[[], None]
@@ -85,8 +115,6 @@ class WordIndex:
         self._keys = keys
         self._clock = clock
         self._progress = progress
-        self._search = client.register_script(SEARCH)
-        self._stats = client.register_script(STATS)
         self._read = client.register_script(INDEX_READ)
         self._batch = client.register_script(INDEX_BATCH)
 
@@ -101,27 +129,16 @@ class WordIndex:
     def _keys_of_search(self) -> list[str]:
         return [self._keys.own(k) for k in ("memidx", "memcount", "memexp", "memvocab")]
 
-    async def stats(self, terms: list[str]) -> Stats | None:
-        """This node's (or shard's) statistics of the terms; None while the index is not built."""
-        reply = await self._stats(keys=self._keys_of_search(), args=[json.dumps(self._args(terms))])
-        if reply[0] != "ok":
-            return None
-        return Stats(int(reply[1]), {t: int(f) for t, f in zip(terms, reply[2], strict=True)})
+    def stats_call(self, terms: list[str]) -> Call:
+        """The STATS call for this node's (or shard's) statistics of the terms."""
+        return self._keys_of_search(), [json.dumps(self._args(terms))]
 
-    async def candidates(
-        self,
-        terms: list[str],
-        filter_sets: list[str],
-        depth: int,
-        *,
-        whole: bool = False,
-        store: Stats | None = None,
-    ) -> Ranking | None:
-        """The rows that can be among the best `depth` for the terms among
-        the live entries of the filter sets, with `whole` their entries' hashes too; scored
-        by the `store`'s statistics when given (else this shard's); None while the index is
-        not built, or when the terms match too many entries for one script (the caller
-        scans)."""
+    def search_call(
+        self, terms: list[str], filter_sets: list[str], depth: int, *, whole: bool, store: Stats | None
+    ) -> Call:
+        """The SEARCH call for the rows that can be among the best `depth` for the terms
+        among the live entries of the filter sets, with `whole` their entries' hashes too;
+        scored by the `store`'s statistics when given (else this node's or shard's)."""
         args = {
             **self._args(terms),
             "filters": filter_sets,
@@ -131,24 +148,7 @@ class WordIndex:
         }
         if store is not None:
             args["store"] = {"searched": store.searched, "freq": [store.frequency[t] for t in terms]}
-        reply = await self._search(keys=self._keys_of_search(), args=[json.dumps(args)])
-        if reply[0] != "ok":
-            return None
-        _, searched, mode, freq, rows, matched = reply
-        candidates = []
-        hashes: dict[str, dict[str, str]] | None = {} if whole else None
-        for id, hits, updated, *rest in json.loads(rows):
-            counts = {
-                term: tuple(map(int, text.split(",")))
-                for term, text in zip(terms, rest, strict=False)
-                if text != _ABSENT
-            }
-            candidates.append(Candidate(id, int(hits or 0), updated, counts))
-            if hashes is not None:
-                hashes[id] = hash_fields(rest[len(terms)])
-        stats = store or Stats(int(searched), {t: int(f) for t, f in zip(terms, freq, strict=True)})
-        found: Mode = "any" if mode == "any" else "all"
-        return Ranking(candidates, stats, found, int(matched), hashes)
+        return self._keys_of_search(), [json.dumps(args)]
 
     async def ready(self) -> bool:
         return bool(await self._client.get(self._keys.own("memidx")) == IndexState.READY)

@@ -36,6 +36,7 @@ __all__ = [
     "Stats",
     "count_stats",
     "entry_terms",
+    "matches",
     "order",
     "rank",
     "score",
@@ -135,13 +136,15 @@ def order(candidates: Sequence[Candidate], terms: list[str], stats: Stats) -> tu
     return [item[3] for item in scored], mode
 
 
+def matches(entries: Sequence[Entry], terms: list[str]) -> list[Candidate]:
+    """The entries with any term, with their counts read from their texts."""
+    patterns = {term: _pattern(term) for term in terms}
+    return [Candidate(e.id, e.hits, e.updated, counts) for e in entries if (counts := _counts(e, patterns))]
+
+
 def rank(entries: Sequence[Entry], terms: list[str], stats: Stats) -> tuple[list[Entry], Mode]:
     """Entries with every term, best first (scored by the store's `stats`); if none has
     them all, those with any term."""
-    patterns = {term: _pattern(term) for term in terms}
     by_id = {e.id: e for e in entries}
-    candidates = [
-        Candidate(e.id, e.hits, e.updated, counts) for e in entries if (counts := _counts(e, patterns))
-    ]
-    ordered, mode = order(candidates, terms, stats)
+    ordered, mode = order(matches(entries, terms), terms, stats)
     return [by_id[c.id] for c in ordered], mode
