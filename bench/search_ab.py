@@ -7,6 +7,8 @@ no MCP, no HTTP) twice each: once with this tree's script and once with the scri
 `--baseline` (a git revision), the two taking turns at going first so that a machine
 whose speed drifts favours neither. Both must give the same page, total and match. The
 report gives p50, p95 and mean per kind of search, and the slowest queries of each.
+The baseline's script must answer as this tree's store asks: from issue 36's store-wide
+statistics on (older scripts rank within the filter: compare with `search_trees.py`).
 
 Usage: uv run python bench/search_ab.py --size 100000 --queries 440 --baseline HEAD~1
 """
@@ -23,7 +25,7 @@ from unittest import mock
 
 from entries import Corpus, backend, fill_id, format_table, percentile, progress
 from memory_bridge.stores import Entry, EntryFilter, EntryRecord
-from memory_bridge.stores.valkey import _index
+from memory_bridge.stores.valkey import _entries
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +94,7 @@ async def compare(size: int, count: int, baseline: str) -> str:
                     [record(corpus, i) for i in range(start, min(size, start + IMPORT_BATCH))]
                 )
                 progress(f"imported {min(size, start + IMPORT_BATCH):,} of {size:,}")
-            with mock.patch.object(_index, "SEARCH", old_script):  # what a store registers on connecting
+            with mock.patch.object(_entries, "SEARCH", old_script):  # what a store registers on connecting
                 await old.count()
             asked = queries(count)
             for flt, query in asked[:10]:  # warm-up: scripts loaded, connections open

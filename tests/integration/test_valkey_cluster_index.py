@@ -19,8 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from valkey.cluster import ClusterNode, ValkeyCluster
 
+from memory_bridge.stores._base import EntryFilter
+from memory_bridge.stores._query import query_terms
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 from memory_bridge.stores.valkey._keys import SHARDS
+from memory_bridge.stores.valkey._rank import count_stats, matches, score, weights
 
 from ..servers import RunningCluster, RunningServer, run_cluster, run_server, valkey_server_binary
 from .test_valkey_index import FILTERS, IDS, QUERIES, Clock, fill, operation, page, put, write_of
@@ -235,3 +238,67 @@ def test_the_old_cluster_layout_keeps_working_while_it_moves(
     anyio.run(run)
     left = [k for k in all_keys(cluster) if not k.startswith("{memctl-") and not k.startswith("memop:")]
     assert left == []
+
+
+def test_the_script_and_the_cluster_rank_by_the_same_statistics_and_scores(
+    cluster: RunningCluster, single: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Store-wide statistics: one node's script counts them itself, a cluster adds its
+    shards' up and ranks their rows in the bridge, a scan counts them over every entry.
+    For every query and filter the three give the same statistics, the same counts per row,
+    so the same scores, and the same page in the same order."""
+    cluster.flushall()
+    single.client().flushall()
+
+    async def run() -> None:
+        clock = Clock()
+        on_cluster = ValkeyEntryStore(cluster.url, clock=clock)
+        on_node = ValkeyEntryStore(single.url, clock=clock)
+        try:
+            for store in (on_cluster, on_node):
+                await fill(store, 300)
+                for _ in range(3):
+                    await store.get("e4")  # hits break ties
+            everything = (await on_node.search(EntryFilter(), None, offset=0, limit=1000)).entries
+            for flt in FILTERS:
+                for query in QUERIES:
+                    terms = query_terms(query)
+                    node_rows = await on_node._shard_candidates(flt, terms, 1000, whole=True, store=None)
+                    cluster_stats = await on_cluster._store_stats(terms)
+                    assert node_rows is not None and cluster_stats is not None
+                    node_stats = node_rows[0].stats
+                    assert node_stats == cluster_stats == count_stats(everything, terms), query
+
+                    idf = weights(terms, node_stats)
+                    script_scores = {c.id: score(c.counts, idf) for c in node_rows[0].candidates}
+                    filtered = [e for e in everything if all(t in e.tags for t in flt.tags)]
+                    filtered = [e for e in filtered if flt.project in (None, e.project)]
+                    python_scores = {c.id: score(c.counts, idf) for c in matches(filtered, terms)}
+                    in_mode = {id: s for id, s in python_scores.items() if id in script_scores}
+                    assert script_scores == in_mode, (flt, query)  # the same floats, not near ones
+
+                    pages = [
+                        page(await store.search(flt, query, offset=0, limit=15))
+                        for store in (on_node, on_cluster)
+                    ]
+                    assert pages[0] == pages[1], (flt, query)
+            assert await answers(on_node) == await scanned(on_cluster, monkeypatch)
+
+            for node in cluster.nodes:  # nodes that lost their scripts (restarted): loaded again
+                node.client().script_flush()
+            loaded: list[str] = []
+            load = on_cluster._client.script_load
+
+            async def counted(script: str) -> Any:
+                loaded.append(script)
+                return await load(script)
+
+            with monkeypatch.context() as patch:
+                patch.setattr(on_cluster._client, "script_load", counted)
+                assert await answers(on_cluster) == await answers(on_node)
+            assert loaded  # by the pipelines that send a search's shard calls
+        finally:
+            await on_cluster.close()
+            await on_node.close()
+
+    anyio.run(run)

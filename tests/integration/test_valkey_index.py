@@ -252,7 +252,10 @@ def test_a_word_in_25000_entries_is_searched_by_the_index_as_the_scan_ranks_it(s
         store = ValkeyEntryStore(server.url)
         try:
             await store.import_records([record(n) for n in range(25_000)])
-            assert await store._indexes[0].candidates(["common"], [], 10) is not None
+            assert (
+                await store._shard_candidates(EntryFilter(), ["common"], 10, whole=True, store=None)
+                is not None
+            )
             for query in ("common", "common alpha", "comm"):
                 indexed = page(await store.search(EntryFilter(), query, offset=5, limit=20))
                 server.client().rename("memidx", "memidx-off")
@@ -279,7 +282,9 @@ def test_a_query_matching_too_much_for_one_script_scans(
             await fill(store, 300)
             before = await both_ways(store, server)
             monkeypatch.setattr("memory_bridge.stores.valkey._index.MAX_VISITS", 5)
-            assert await store._indexes[0].candidates(["alpha"], [], 10) is None  # too many for the script
+            assert (
+                await store._shard_candidates(EntryFilter(), ["alpha"], 10, whole=True, store=None) is None
+            )  # too many
             assert await both_ways(store, server) == before
         finally:
             await store.close()

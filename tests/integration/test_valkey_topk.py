@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from memory_bridge.stores._base import EntryFilter, EntryWrite
-from memory_bridge.stores.valkey import _entries as entries_module
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 
 from ..servers import RunningCluster, RunningServer, run_cluster, run_server, valkey_server_binary
@@ -145,13 +144,6 @@ def test_the_cut_search_equals_the_full_ranking(
                     full = await store.search(flt, text, offset=offset, limit=limit)
                 assert page(cut) == page(full), (text, flt, offset, limit)
                 assert cut.entries == full.entries  # whole, also where the script sent them
-                if isinstance(layout, RunningCluster):  # shards over the row limit: two calls each
-                    with monkeypatch.context() as patch:
-                        patch.setattr(store, "_candidates", no_scan)
-                        patch.setattr(entries_module, "CLUSTER_ROW_LIMIT", rnd.choice((0, 16, 32)))
-                        twice = await store.search(flt, text, offset=offset, limit=limit)
-                    assert page(twice) == page(full), (text, flt, offset, limit)
-                    assert twice.entries == full.entries
         finally:
             await store.close()
 
@@ -181,9 +173,9 @@ def test_the_script_returns_only_what_the_page_needs(
                 for _ in range(n // 2 % 3):
                     await store.get(f"t{59 - n}")
             for term in ("alpha", "beta"):
-                ranked = [await index.candidates([term], [], 5) for index in store._indexes]
-                assert all(r is not None and len(r.candidates) <= 5 for r in ranked)
-                assert sum(r.matched for r in ranked if r is not None) == 60
+                ranked = await store._shard_candidates(EntryFilter(), [term], 5, whole=False, store=None)
+                assert ranked is not None and all(len(r.candidates) <= 5 for r in ranked)
+                assert sum(r.matched for r in ranked) == 60
                 cut = await pages(store, term)
                 with monkeypatch.context() as patch:
                     patch.setattr(store, "_indexed", no_index)

@@ -34,13 +34,14 @@ from .._base import (
 )
 from .._clock import format_instant
 from .._query import query_terms
+from ._calls import run_all
 from ._errors import client_retry, map_valkey_errors
-from ._index import IndexState, Ranking, StoreCounts, WordIndex, snapshot_words
+from ._index import IndexState, Ranking, WordIndex, add_up, ranking_of, snapshot_words, stats_of
 from ._keys import KeyLayout, LegacyClusterKeys, shard_layouts, shard_of, shards_pattern
 from ._legacy import LegacyMover
-from ._rank import Mode, entry_terms, order, rank
+from ._rank import Stats, count_stats, entry_terms, order, rank
 from ._replies import hash_fields
-from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SWEEP, UPGRADE, WRITE
+from ._scripts import DELETE, EXPORT, FETCH, GET, IMPORT, OP_RESERVE, SEARCH, STATS, SWEEP, UPGRADE, WRITE
 from ._url import ValkeyTarget, parse_valkey_url
 
 __all__ = ["ValkeyEntryStore"]
@@ -57,10 +58,6 @@ _WRITES = frozenset({"memory_set", "memory_delete", "memory_rollback", "import"}
 _PROGRESS_STEP = 0.1  # seconds between two moves of a bulk call's deadline
 _BATCH = 500
 _ROUND_TRIP = 100  # entries per export or import round trip: each must answer within the deadline
-# A query of several terms on a cluster: when its shards would send more matches than
-# this (each its share), they send their counts only, and the store asks every shard again
-# with the counts added up (see _indexed).
-CLUSTER_ROW_LIMIT = 2_000
 _PENDING_OPERATION_SECONDS = 30
 
 
@@ -152,15 +149,6 @@ def _connect(target: ValkeyTarget) -> Any:
     )
 
 
-def _merge(shards: Sequence[Ranking], terms: list[str]) -> Ranking:
-    """The shards' rankings as one: their rows, totals and term frequencies add up."""
-    frequency = {t: sum(shard.frequency[t] for shard in shards) for t in terms}
-    candidates = [c for shard in shards for c in shard.candidates]
-    total = sum(shard.total for shard in shards)
-    matched = sum(shard.matched for shard in shards)
-    return Ranking(candidates, total, frequency, shards[0].mode, matched)
-
-
 class ValkeyEntryStore:
     """The server entry store: shared by every bridge of a team."""
 
@@ -199,6 +187,8 @@ class ValkeyEntryStore:
         self._fetch_many = self._client.register_script(FETCH)
         self._upgrade = self._client.register_script(UPGRADE)
         self._export_many = self._client.register_script(EXPORT)
+        self._search = self._client.register_script(SEARCH)
+        self._stats = self._client.register_script(STATS)
         self._indexes = [WordIndex(self._client, keys, self._clock, _progress) for keys in self._layouts]
         self._mover = LegacyMover(self._client, self._legacy_keys, self._import, self._layout, _progress)
 
@@ -314,7 +304,7 @@ class ValkeyEntryStore:
 
     async def _per_shard(self, ids: Iterable[str], script: Any, chunk_size: int) -> dict[str, Any]:
         """id -> its reply from `script` (FETCH or EXPORT), run over each shard's ids in
-        chunks, the shards at once."""
+        chunks, the shards at once (in one pipeline when each shard's ids are one chunk)."""
 
         async def one_shard(shard: int, shard_ids: list[str]) -> list[tuple[str, Any]]:
             keys = self._layouts[shard]
@@ -327,6 +317,18 @@ class ValkeyEntryStore:
             return found
 
         groups = self._by_shard(ids)
+        if all(len(group) <= chunk_size for group in groups.values()):  # a page: one round trip
+            calls = [
+                ([self._layouts[shard].own("memcount")], [self._layouts[shard].prefix, *group])
+                for shard, group in groups.items()
+            ]
+            replies = await run_all(self._client, script, calls) if calls else []
+            _progress()
+            return {
+                id: reply
+                for group, shard_replies in zip(groups.values(), replies, strict=True)
+                for id, reply in zip(group, shard_replies, strict=True)
+            }
         done = await asyncio.gather(*(one_shard(shard, group) for shard, group in groups.items()))
         return {id: reply for shard in done for id, reply in shard}
 
@@ -544,104 +546,79 @@ class ValkeyEntryStore:
         much of a shard for one script: the caller scans.
 
         On a cluster every shard answers for its entries at once. A one-term query's order
-        does not depend on the term's frequency (it scales every score alike), so each
-        shard cuts by its own counts; with more terms the scores need the store's counts,
-        so each shard returns every match and the bridge ranks them all, unless a shard
-        has more than its share of CLUSTER_ROW_LIMIT: then the shards' counts are added up
-        and a second call to each shard that sent no rows cuts by the store's counts (at a
-        few thousand matches it costs less than ranking them all in the bridge; below,
-        more: bench/README.md).
-        Either way the order, totals and `match` are a single node's."""
+        does not depend on the term's weight (it scales every score alike), so each shard
+        cuts by its own statistics; with more terms the shards' statistics are added up
+        first (STATS, a short script each), and every shard cuts by the store's. A shard
+        with no entry holding every term sends its best with any term, which `order` drops
+        when another shard's entries have them all. Either way the order, totals and
+        `match` are a single node's."""
         if self._legacy:
             return None
         single = len(self._indexes) == 1  # its script sends the rows' entries too: no FETCH
-        cut = single or len(terms) == 1
-        depth, row_limit = (offset + limit, None) if cut else (None, CLUSTER_ROW_LIMIT // len(self._indexes))
-        found = await self._shard_candidates(flt, terms, depth, whole=single, row_limit=row_limit)
+        store = None
+        if not single and len(terms) > 1 and (store := await self._store_stats(terms)) is None:
+            return None
+        found = await self._shard_candidates(flt, terms, offset + limit, whole=single, store=store)
         if found is None:
             return None
-        if not all(shard.rows_sent for shard in found):
-            return await self._indexed_by_store_counts(flt, terms, found, offset, limit)
-        merged = _merge(found, terms)
-        ordered, mode = order(merged.candidates, terms, merged.total, merged.frequency)
+        stats = store or add_up([shard.stats for shard in found], terms)
+        ordered, mode = order([c for shard in found for c in shard.candidates], terms, stats)
         wanted = [c.id for c in ordered[offset : offset + limit]]
         hashes = found[0].hashes if single else None
         page = [_entry(id, hashes[id]) for id in wanted] if hashes is not None else await self._fetch(wanted)
-        if cut:
-            return EntryPage(page, merged.matched, match=merged.mode)
-        return EntryPage(page, len(ordered), match=mode)  # the shards' rows in their own modes
+        matched = sum(shard.matched for shard in found if shard.mode == mode)
+        return EntryPage(page, matched, match=mode)
+
+    async def _store_stats(self, terms: list[str]) -> Stats | None:
+        """The store's statistics of the terms from the word index (a cluster's shards added
+        up); None while it is not built."""
+        replies = await run_all(
+            self._client, self._stats, [index.stats_call(terms) for index in self._indexes]
+        )
+        found = [stats_of(reply, terms) for reply in replies]
+        parts = [shard for shard in found if shard is not None]
+        return add_up(parts, terms) if len(parts) == len(found) else None
 
     async def _shard_candidates(
-        self,
-        flt: EntryFilter,
-        terms: list[str],
-        depth: int | None,
-        *,
-        whole: bool = False,
-        row_limit: int | None = None,
-        store: StoreCounts | None = None,
-        only: Sequence[int] | None = None,
+        self, flt: EntryFilter, terms: list[str], depth: int, *, whole: bool, store: Stats | None
     ) -> list[Ranking] | None:
-        """Every shard's candidates at once (or those of the shards numbered in `only`); None
-        when any shard's index cannot answer."""
-        numbers = range(len(self._indexes)) if only is None else only
-        found = await asyncio.gather(
-            *(
-                self._indexes[i].candidates(
-                    terms,
-                    self._filter_sets(flt, self._layouts[i]),
-                    depth,
-                    whole=whole,
-                    row_limit=row_limit,
-                    store=store,
-                )
-                for i in numbers
-            )
-        )
+        """Every shard's candidates at once; None when any shard's index cannot answer."""
+        calls = [
+            index.search_call(terms, self._filter_sets(flt, keys), depth, whole=whole, store=store)
+            for index, keys in zip(self._indexes, self._layouts, strict=True)
+        ]
+        replies = await run_all(self._client, self._search, calls)
+        found = [ranking_of(reply, terms, whole=whole, store=store) for reply in replies]
         shards = [shard for shard in found if shard is not None]
         return shards if len(shards) == len(found) else None
 
-    async def _indexed_by_store_counts(
-        self, flt: EntryFilter, terms: list[str], counted: list[Ranking], offset: int, limit: int
-    ) -> EntryPage | None:
-        """A cluster's page of a query of several terms from a second call to the shards
-        that sent counts only, which cuts by the store's counts (the shards' from the first
-        call added up); a shard that sent all its rows is not asked again: its rows are
-        ranked with the store's counts here (`order` keeps those with every term when any
-        entry has them all)."""
-        mode: Mode = "all" if any(shard.mode == "all" for shard in counted) else "any"
-        store = StoreCounts(
-            sum(shard.total for shard in counted),
-            {t: sum(shard.frequency[t] for shard in counted) for t in terms},
-            mode,
-        )
-        unsent = [i for i, shard in enumerate(counted) if not shard.rows_sent]
-        found = await self._shard_candidates(flt, terms, offset + limit, store=store, only=unsent)
-        if found is None:
-            return None
-        sent = [c for shard in counted if shard.rows_sent for c in shard.candidates]
-        candidates = sent + [c for shard in found for c in shard.candidates]
-        ordered, _ = order(candidates, terms, store.searched, store.frequency)
-        page = await self._fetch([c.id for c in ordered[offset : offset + limit]])
-        matched = sum(shard.matched for shard in counted if shard.mode == mode)
-        return EntryPage(page, matched, match=mode)
+    async def _scanned(self, flt: EntryFilter, terms: list[str]) -> tuple[list[Entry], Stats]:
+        """The entries of the filter, read whole, and the store's statistics of the terms:
+        from the word index, or, while there is none, counted over every entry (read then)."""
+        stats = None if self._legacy else await self._store_stats(terms)
+        if stats is not None:
+            return await self._candidates(flt), stats
+        everything = await self._candidates(EntryFilter())
+        return [e for e in everything if _matches(e, flt)], count_stats(everything, terms)
 
     async def search(self, flt: EntryFilter, query: str | None, *, offset: int, limit: int) -> EntryPage:
         async def work() -> EntryPage:
             terms = query_terms(query) if query else []
-            if terms and (indexed := await self._indexed(flt, terms, offset, limit)) is not None:
-                return indexed
+            if terms:
+                if (indexed := await self._indexed(flt, terms, offset, limit)) is not None:
+                    return indexed
+                candidates, stats = await self._scanned(flt, terms)
+                ranked, mode = rank(candidates, terms, stats)
+                return EntryPage(ranked[offset : offset + limit], len(ranked), match=mode)
             candidates = await self._candidates(flt)
             if not query:
                 ordered = sorted(candidates, key=_SORT_KEYS["hits"])
                 return EntryPage(ordered[offset : offset + limit], len(ordered))
-            if not terms:  # punctuation only: memory-mcp's substring match
-                needle = query.lower()
-                kept = [e for e in candidates if needle in e.title.lower() or needle in e.body.lower()]
-                ordered = sorted(kept, key=_SORT_KEYS["hits"])
-                return EntryPage(ordered[offset : offset + limit], len(ordered), match="all")
-            ranked, mode = rank(candidates, terms)
-            return EntryPage(ranked[offset : offset + limit], len(ranked), match=mode)
+            # punctuation only: memory-mcp's substring match
+            needle = query.lower()
+            kept = [e for e in candidates if needle in e.title.lower() or needle in e.body.lower()]
+            ordered = sorted(kept, key=_SORT_KEYS["hits"])
+            return EntryPage(ordered[offset : offset + limit], len(ordered), match="all")
 
         return await self._run("memory_search", work, bulk=True)
 

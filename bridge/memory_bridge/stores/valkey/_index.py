@@ -11,17 +11,18 @@ Until a build has been through every key, `memidx` is not `ready` and searches s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from ._calls import Call
 from ._keys import KeyLayout
-from ._rank import Candidate, Mode, entry_terms
+from ._rank import Candidate, Mode, Stats, entry_terms
 from ._replies import hash_fields
-from ._scripts import INDEX_BATCH, INDEX_READ, SEARCH
+from ._scripts import INDEX_BATCH, INDEX_READ
 
-__all__ = ["IndexState", "Ranking", "StoreCounts", "WordIndex", "snapshot_words"]
+__all__ = ["IndexState", "Ranking", "WordIndex", "add_up", "ranking_of", "snapshot_words", "stats_of"]
 
 # Entries whose recorded expiry is at most this far ahead are checked for being gone when
 # a search counts the entries searched: covers clock differences between bridges and server.
@@ -44,28 +45,20 @@ class IndexState(StrEnum):
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """The rows that can be among the best `depth` of a query (of the entries with every
-    term, or with any if none has all), how many entries were searched, how many of those
-    have each term, and how many have the terms (the page's total); asked for `whole`,
-    each row's entry as its hash's fields (id -> fields). `rows_sent` is False when the
-    matches were more than the call's row limit: the counts came, no rows."""
+    term, or with any if none has all), the statistics they were scored by (this node's
+    or shard's, unless the store's were given), and how many have the terms (the page's
+    total); asked for `whole`, each row's entry as its hash's fields (id -> fields)."""
 
     candidates: list[Candidate]
-    total: int
-    frequency: dict[str, int]
+    stats: Stats
     mode: Mode
     matched: int
     hashes: dict[str, dict[str, str]] | None = None
-    rows_sent: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class StoreCounts:
-    """A cluster store's counts for a query, its shards' added up: entries searched, per
-    term how many have it, and whether any entry has every term."""
-
-    searched: int
-    frequency: dict[str, int]
-    mode: Mode
+def add_up(parts: Sequence[Stats], terms: list[str]) -> Stats:
+    """A cluster's statistics: its shards' added up."""
+    return Stats(sum(p.searched for p in parts), {t: sum(p.frequency[t] for p in parts) for t in terms})
 
 
 def snapshot_words(id: str, raw: str | None) -> tuple[str, dict[str, str]]:
@@ -85,6 +78,35 @@ def snapshot_words(id: str, raw: str | None) -> tuple[str, dict[str, str]]:
     return raw, entry_terms(id, snap["title"], "" if body is None or body is False else str(body), tag_list)
 
 
+def stats_of(reply: Any, terms: list[str]) -> Stats | None:
+    """STATS's reply; None while the index is not built."""
+    if reply[0] != "ok":
+        return None
+    return Stats(int(reply[1]), {t: int(f) for t, f in zip(terms, reply[2], strict=True)})
+
+
+def ranking_of(reply: Any, terms: list[str], *, whole: bool, store: Stats | None) -> Ranking | None:
+    """SEARCH's reply; None while the index is not built, or when the terms match too many
+    entries for one script (the caller scans)."""
+    if reply[0] != "ok":
+        return None
+    _, searched, mode, freq, rows, matched = reply
+    candidates = []
+    hashes: dict[str, dict[str, str]] | None = {} if whole else None
+    for id, hits, updated, *rest in json.loads(rows):
+        counts = {
+            term: tuple(map(int, text.split(",")))
+            for term, text in zip(terms, rest, strict=False)
+            if text != _ABSENT
+        }
+        candidates.append(Candidate(id, int(hits or 0), updated, counts))
+        if hashes is not None:
+            hashes[id] = hash_fields(rest[len(terms)])
+    stats = store or Stats(int(searched), {t: int(f) for t, f in zip(terms, freq, strict=True)})
+    found: Mode = "any" if mode == "any" else "all"
+    return Ranking(candidates, stats, found, int(matched), hashes)
+
+
 class WordIndex:
     def __init__(
         self, client: Any, keys: KeyLayout, clock: Callable[[], float], progress: Callable[[], None]
@@ -93,62 +115,40 @@ class WordIndex:
         self._keys = keys
         self._clock = clock
         self._progress = progress
-        self._search = client.register_script(SEARCH)
         self._read = client.register_script(INDEX_READ)
         self._batch = client.register_script(INDEX_BATCH)
 
-    async def candidates(
-        self,
-        terms: list[str],
-        filter_sets: list[str],
-        depth: int | None,
-        *,
-        whole: bool = False,
-        row_limit: int | None = None,
-        store: StoreCounts | None = None,
-    ) -> Ranking | None:
-        """The rows that can be among the best `depth` (None: every row) for the terms among
-        the live entries of the filter sets, with `whole` their entries' hashes too; only
-        the counts when there are more than `row_limit` rows; scored by the `store`'s
-        counts when given (else this shard's); None while the index is not built, or when
-        the terms match too many entries for one script (the caller scans)."""
-        keys = [self._keys.own(k) for k in ("memidx", "memcount", "memexp", "memvocab")]
-        args = {
+    def _args(self, terms: list[str]) -> dict[str, Any]:
+        return {
             "prefix": self._keys.prefix,
             "terms": [{"t": t, "exact": len(t) < 3} for t in terms],
-            "filters": filter_sets,
             "now": self._clock(),
             "slack": EXPIRY_SLACK_SECONDS,
+        }
+
+    def _keys_of_search(self) -> list[str]:
+        return [self._keys.own(k) for k in ("memidx", "memcount", "memexp", "memvocab")]
+
+    def stats_call(self, terms: list[str]) -> Call:
+        """The STATS call for this node's (or shard's) statistics of the terms."""
+        return self._keys_of_search(), [json.dumps(self._args(terms))]
+
+    def search_call(
+        self, terms: list[str], filter_sets: list[str], depth: int, *, whole: bool, store: Stats | None
+    ) -> Call:
+        """The SEARCH call for the rows that can be among the best `depth` for the terms
+        among the live entries of the filter sets, with `whole` their entries' hashes too;
+        scored by the `store`'s statistics when given (else this node's or shard's)."""
+        args = {
+            **self._args(terms),
+            "filters": filter_sets,
             "max_visits": MAX_VISITS,
-            "depth": MAX_VISITS if depth is None else max(depth, 1),  # no more rows than visits
+            "depth": max(depth, 1),
             "whole": whole,
         }
-        if row_limit is not None:
-            args["row_limit"] = row_limit
         if store is not None:
-            args["store"] = {
-                "searched": store.searched,
-                "freq": [store.frequency[t] for t in terms],
-                "mode": store.mode,
-            }
-        reply = await self._search(keys=keys, args=[json.dumps(args)])
-        if reply[0] not in ("ok", "counts"):
-            return None
-        status, total, mode, freq, rows, matched = reply
-        candidates = []
-        hashes: dict[str, dict[str, str]] | None = {} if whole else None
-        for id, hits, updated, *rest in json.loads(rows):
-            counts = {
-                term: tuple(map(int, text.split(",")))
-                for term, text in zip(terms, rest, strict=False)
-                if text != _ABSENT
-            }
-            candidates.append(Candidate(id, int(hits or 0), updated, counts))
-            if hashes is not None:
-                hashes[id] = hash_fields(rest[len(terms)])
-        frequency = {t: int(f) for t, f in zip(terms, freq, strict=True)}
-        found: Mode = "any" if mode == "any" else "all"
-        return Ranking(candidates, int(total), frequency, found, int(matched), hashes, status == "ok")
+            args["store"] = {"searched": store.searched, "freq": [store.frequency[t] for t in terms]}
+        return self._keys_of_search(), [json.dumps(args)]
 
     async def ready(self) -> bool:
         return bool(await self._client.get(self._keys.own("memidx")) == IndexState.READY)

@@ -40,6 +40,7 @@ __all__ = [
     "LEGACY_READ",
     "OP_RESERVE",
     "SEARCH",
+    "STATS",
     "SWEEP",
     "UPGRADE",
     "WRITE",
@@ -425,14 +426,54 @@ return 1
 """
 )
 
+# The start of SEARCH and STATS: the store-wide statistics a query is scored by, as
+# _rank.Stats defines them, read from what the write scripts keep: `searched`, the live
+# entries (memcount less the entries gone: expired, not swept yet, due in memexp by now +
+# slack, their hash missing), and per term `freq`, its words' hashes' sizes added up (each
+# the number of entries holding the word) less the gone entries they hold. `term_words[k]`
+# are the indexed words term k matches (a term of three or more characters matches the
+# words it begins, a shorter one only itself), `term_walk[k]` their hashes' sizes added up.
+_STATS_PRELUDE = r"""
+local a = cjson.decode(ARGV[1])
+if redis.call('GET', KEYS[1]) ~= 'ready' then return {'unbuilt'} end
+local gone, ngone, any_gone = {}, 0, false
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', a.now + a.slack)) do
+  if redis.call('EXISTS', a.prefix .. 'mem:' .. id) == 0 then
+    gone['mem:' .. id] = true
+    ngone = ngone + 1
+    any_gone = true
+  end
+end
+local nterms = #a.terms
+local term_words, term_walk, freq = {}, {}, {}
+for k, term in ipairs(a.terms) do
+  local words
+  if term.exact then
+    words = {term.t}
+  else
+    words = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. term.t, '(' .. term.t .. '\255')
+  end
+  local walk, n = 0, 0
+  for _, w in ipairs(words) do
+    local key = a.prefix .. 'memw:' .. w
+    local size = redis.call('HLEN', key)
+    walk = walk + size
+    n = n + size
+    for m in pairs(gone) do n = n - redis.call('HEXISTS', key, m) end
+  end
+  term_words[k], term_walk[k], freq[k] = words, walk, n
+end
+local searched = tonumber(redis.call('GET', KEYS[2]) or '0') - ngone
+"""
+
 # A text query's best rows, from the word index. A term
 # of three or more characters matches the indexed words it begins, a shorter one only
 # itself; an entry's count of a term in each text is the sum over the words it matches.
-# A term's entries come from its words' hashes, or, when the smallest filter set is
-# smaller, from looking that set's members up in them.
-# Only entries in every filter set count, and not those gone (expired, not swept yet:
-# due in memexp by now + slack, their hash missing). `searched` is how many live entries
-# the filter sets hold (memcount when unfiltered); `freq` per term how many of them have it.
+# The first term's entries (the one of fewest) come from its words' hashes, or, when the
+# smallest filter set is smaller, from looking that set's members up in them; each later
+# term reads only the rows still left. Only entries in every filter set count, and not
+# those gone. Scores use the store-wide `searched` and `freq` (_STATS_PRELUDE), whatever
+# the filters, so no term is counted among the filtered entries.
 # The rows ranked are the entries with every term (`all`) or, if none has, with any
 # (`any`); `matched` is how many. They are scored as `_rank.order` scores them (idf =
 # log(1 + searched / freq), weights 6/4/4/1 for title, id, tags and body, 1 + log(tf)) and
@@ -450,29 +491,19 @@ return 1
 # JSON text (one string is far cheaper for the client to read than an array per row).
 # KEYS: memidx, memcount, memexp, memvocab
 # ARGV[1]: {prefix, terms: [{t, exact}], filters: [index set keys], now, slack, max_visits,
-#           depth, whole, row_limit (optional), store (optional: {searched, freq, mode})}
+#           depth, whole, store (optional: {searched, freq})}
 # Returns {'unbuilt'} while the index is being built, {'too_many'} when the terms match
-# more than max_visits entries, {'counts', searched, mode, freq, '[]', rows} when they
-# match more than row_limit, else {'ok', searched, mode, freq, rows, matched}. With
-# `store` (a cluster's counts added up over its shards) scores use the store's counts.
-SEARCH = r"""
-local a = cjson.decode(ARGV[1])
-if redis.call('GET', KEYS[1]) ~= 'ready' then return {'unbuilt'} end
+# more than max_visits entries, else {'ok', searched, mode, freq, rows, matched}. With
+# `store` (a cluster's statistics: its shards' added up) scores use those.
+SEARCH = (
+    _STATS_PRELUDE
+    + r"""
 local function in_filters(m)
   for _, key in ipairs(a.filters) do
     if redis.call('SISMEMBER', key, m) == 0 then return false end
   end
   return true
 end
-local gone, dead, any_gone = {}, 0, false
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', a.now + a.slack)) do
-  if redis.call('EXISTS', a.prefix .. 'mem:' .. id) == 0 then
-    gone['mem:' .. id] = true
-    any_gone = true
-    if in_filters('mem:' .. id) then dead = dead + 1 end
-  end
-end
-local nterms = #a.terms
 -- The smallest filter set: when it is smaller than a term's words' hashes, look its
 -- members up in them instead of walking them (a tag within a large store).
 local smallest, smallest_size = nil, nil
@@ -484,18 +515,11 @@ end
 -- give up if that visits more than a.max_visits entries: the store then scans in batches,
 -- as it does without an index, rather than hold the server in one long script.
 local plans, visits = {}, 0
-for k, term in ipairs(a.terms) do
-  local words
-  if term.exact then
-    words = {term.t}
-  else
-    words = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. term.t, '(' .. term.t .. '\255')
-  end
-  local walk = 0
-  for _, w in ipairs(words) do walk = walk + redis.call('HLEN', a.prefix .. 'memw:' .. w) end
+for k in ipairs(a.terms) do
+  local words, walk = term_words[k], term_walk[k]
   local lookup = smallest ~= nil and smallest_size * #words < walk
   local cost = lookup and smallest_size * #words or walk
-  plans[k] = {words = words, lookup = lookup, cost = cost}
+  plans[k] = {words = words, lookup = lookup, cost = cost, walk = walk}
   visits = visits + cost
 end
 if visits > a.max_visits then return {'too_many'} end
@@ -620,7 +644,7 @@ end
 -- page reaches once the scores say which (most of a common word's rows are in buckets
 -- far below the page).
 local unplaced = nil
-local freq, mode, complete = {}, 'all', 0
+local mode, complete = 'all', 0
 -- A term's entries and their counts, as two arrays in the same order. A term of one word
 -- whose entries all count (no filter, none gone, no look-up) is its hash's HKEYS and HVALS
 -- (one hash that nothing changes between the two): no copying, which is most of what a
@@ -650,8 +674,7 @@ if nterms == 1 then
     size[c] = n + 1
   end
   unplaced = {ms, cs}
-  freq[1] = #ms
-  complete = freq[1]
+  complete = #ms
 else
   -- The terms from the fewest entries up, the rows (members, and per term done their
   -- counts, in arrays of the same order) narrowed to the entries each term has.
@@ -662,32 +685,38 @@ else
   local list, counts_by = entries(first)
   local first_list, first_counts = list, counts_by
   counts_by = {[first] = counts_by}
-  freq[first] = #list
   local done = {first}
   for step = 2, nterms do
     local k, plan = order[step], plans[order[step]]
     local keep = {}  -- row index -> this term's counts, for the rows that have it
-    if #a.filters == 0 and #plan.words == 1 and not plan.lookup and #list < plan.cost then
-      -- a later term of one word (no filter) looks those entries up in its hash when they
-      -- are fewer than its entries; its freq is then its hash's size less its gone entries
-      local key = a.prefix .. 'memw:' .. plan.words[1]
-      local n = plan.cost
-      for m in pairs(gone) do n = n - redis.call('HEXISTS', key, m) end
-      freq[k] = n
-      for from = 1, #list, 1000 do
-        local to = math.min(from + 999, #list)
-        local got = redis.call('HMGET', key, unpack(list, from, to))
-        for i = 1, #got do
-          if got[i] then keep[from + i - 1] = got[i] end
+    local function found(i, c)
+      local had = keep[i]
+      keep[i] = had and add_up(had, c) or c
+    end
+    -- A later term reads only the rows left (its weight is the store's): it looks them
+    -- up in its words' hashes when they are fewer than the hashes' entries, else walks
+    -- the hashes for them.
+    if #list * #plan.words < plan.walk then
+      for _, w in ipairs(plan.words) do
+        local key = a.prefix .. 'memw:' .. w
+        for from = 1, #list, 1000 do
+          local to = math.min(from + 999, #list)
+          local got = redis.call('HMGET', key, unpack(list, from, to))
+          for i = 1, #got do
+            if got[i] then found(from + i - 1, got[i]) end
+          end
         end
       end
     else
       local row = {}
       for i = 1, #list do row[list[i]] = i end
-      freq[k] = walk(k, function(m, c)
-        local i = row[m]
-        if i then keep[i] = c end
-      end)
+      for _, w in ipairs(plan.words) do
+        local flat = redis.call('HGETALL', a.prefix .. 'memw:' .. w)
+        for i = 1, #flat, 2 do
+          local r = row[flat[i]]
+          if r then found(r, flat[i + 1]) end
+        end
+      end
     end
     local next_list, next_counts, n = {}, {[k] = {}}, 0
     for _, j in ipairs(done) do next_counts[j] = {} end
@@ -730,28 +759,9 @@ else
     end
   end
 end
-local total
-if #a.filters == 0 then
-  total = tonumber(redis.call('GET', KEYS[2]) or '0')
-elseif #a.filters == 1 then
-  total = redis.call('SCARD', a.filters[1])
-else
-  total = redis.pcall('SINTERCARD', #a.filters, unpack(a.filters))
-  if type(total) ~= 'number' then total = #redis.call('SINTER', unpack(a.filters)) end
-end
-local searched = total - dead
-if a.row_limit then  -- more rows than the limit: the counts alone, for a second call
-  local rows = 0
-  for _, key in ipairs(keys) do rows = rows + size[key] end
-  if rows > a.row_limit then return {'counts', searched, mode, freq, '[]', rows} end
-end
--- The whole store's counts, from a first call to every shard: scores as the store's, and
--- none of this shard's rows when they lack a term and other shards' rows have them all.
+-- A cluster's statistics (its shards' added up, from STATS) score as the store's.
 local searched_by, freq_by = searched, freq
-if a.store then
-  if a.store.mode == 'all' and mode == 'any' then return {'ok', searched, mode, freq, '[]', 0} end
-  searched_by, freq_by = a.store.searched, a.store.freq
-end
+if a.store then searched_by, freq_by = a.store.searched, a.store.freq end
 -- Scores, as _rank.order computes them, once per bucket; a term's part of a score is
 -- computed once per distinct counts (summed per term first, so a sum of several terms may
 -- differ from Python's in its last bits: the margin above covers that).
@@ -909,6 +919,18 @@ end
 if #out == 0 then return {'ok', searched, mode, freq, '[]', matched} end
 return {'ok', searched, mode, freq, cjson.encode(out), matched}
 """
+)
+
+# A query's store-wide statistics on this node (or shard): the live entries and per term
+# its document frequency (see _STATS_PRELUDE). A cluster adds its shards' up before it
+# asks them for rows. KEYS and ARGV as SEARCH's (filters and the rest unused).
+# Returns {'unbuilt'} while the index is being built, else {'ok', searched, freq}.
+STATS = (
+    _STATS_PRELUDE
+    + r"""
+return {'ok', searched, freq}
+"""
+)
 
 # Building the word index for entries written before it existed:
 # per id its hash and revision counter. ARGV: prefix, then the ids.
