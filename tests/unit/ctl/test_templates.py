@@ -18,13 +18,13 @@ REPO = Path(__file__).resolve().parents[3]
 
 # sha256 (first 24 hex digits) of each file memctl owns, as the Python strings rendered it
 # before the text moved to `templates/`. A changed digest means the text clients see changed:
-# only ever on purpose.
+# only ever on purpose (memory-recall: issue 34, an empty search means nothing fits).
 RENDERED = {
-    ".claude/skills/memory-recall/SKILL.md": "bdf4ba03f4be7e124bfd0a4a",
+    ".claude/skills/memory-recall/SKILL.md": "e570506587feebaf3f3a02fa",
     ".claude/skills/memory-save/SKILL.md": "b99974ac0ed90bbb223a203c",
     ".claude/skills/plan-capture/SKILL.md": "3ef563db1e3a68575cb7a7b1",
     ".agents/README.md": "426ace64528f23a8055518b3",
-    ".agents/rules/memory-recall.md": "4b83a828508974925589ac4f",
+    ".agents/rules/memory-recall.md": "e383f1a30edfb8fec195f1e9",
     ".agents/rules/memory-save.md": "b582b071251046a70611090b",
     ".agents/rules/plan-capture.md": "bce605330d67bef29a946b02",
 }
