@@ -86,6 +86,7 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / "retrieval_data"
 CONVERSATIONS = DATA / "conversations"  # written by bench/conversations.py
+DIALOGUES = DATA / "dialogues"  # written by bench/dialogues.py
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (1_000,)
 SLOTS = ("knowledge", "self_improvement")
@@ -479,10 +480,10 @@ async def run_queries(
     return results, latencies
 
 
-async def probe_results(embedder: CachingEmbedder | None = None) -> list[ProbeResult]:
-    """The abstention probes (bench/_abstention.py) searched on a store of the engineering atoms."""
-    atoms = load_atoms(DATA / "atoms.jsonl")
-    probes = load_probes(DATA, read_jsonl)
+async def probe_results(data: Path = DATA, embedder: CachingEmbedder | None = None) -> list[ProbeResult]:
+    """The abstention probes (bench/_abstention.py) searched on a store of `data`'s atoms."""
+    atoms = load_atoms(data / "atoms.jsonl")
+    probes = load_probes(data, read_jsonl)
     model = embedder or CachingEmbedder(lazy_minilm(EMBED_THREADS))
     with tempfile.TemporaryDirectory(prefix="memctl-abstention-") as directory:
         store = open_store(Path(directory), model)
@@ -493,7 +494,7 @@ async def probe_results(embedder: CachingEmbedder | None = None) -> list[ProbeRe
             await store.close()
 
 
-def abstention_run(results: Sequence[ProbeResult]) -> tuple[str, dict[str, Any]]:
+def abstention_run(results: Sequence[ProbeResult], name: str) -> tuple[str, dict[str, Any]]:
     """The figures of "nothing found" on the `test` half: the default beside the classical
     baseline (with no threshold, and with the best plain cut-off of its raw score on `fit`)."""
     shipped = calibration()
@@ -519,7 +520,7 @@ def abstention_run(results: Sequence[ProbeResult]) -> tuple[str, dict[str, Any]]
     ]
     fit_half = abstention_figures(results, CALIBRATED, default, "fit")
     report = abstention_report(
-        rows, "Search that says nothing found (test half; the calibration was fitted on the other)"
+        rows, f"Search that says nothing found: {name} (test half; the calibration was fitted on the other)"
     )
     report += (
         f"\n\nfit half, default threshold: nonsense {fit_half.abstain['nonsense']:.0%}, unanswerable "
@@ -988,7 +989,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="the conversation eval set: a directory with atoms.jsonl and queries.jsonl",
     )
     parser.add_argument(
-        "--variants-only", action="store_true", help="only the ranking variants on both eval sets"
+        "--dialogues",
+        type=Path,
+        default=DIALOGUES,
+        help="the dialogue eval set: atoms.jsonl, queries.jsonl, unanswerable.jsonl, nonsense.jsonl",
+    )
+    parser.add_argument(
+        "--variants-only", action="store_true", help="only the ranking variants on every eval set"
     )
     parser.add_argument("--skip-variants", action="store_true", help="everything but the ranking variants")
     parser.add_argument(
@@ -1088,13 +1095,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     queries = load_queries(args.queries, atoms)
     chat_atoms = load_atoms(args.conversations / "atoms.jsonl")
     chat_queries = load_queries(args.conversations / "queries.jsonl", chat_atoms)
+    talk_atoms = load_atoms(args.dialogues / "atoms.jsonl")
+    talk_queries = load_queries(args.dialogues / "queries.jsonl", talk_atoms)
     sets = [
+        eval_set(f"dialogues ({len(talk_atoms)} turns)", talk_atoms, talk_queries),
         eval_set(f"conversations ({len(chat_atoms)} turns)", chat_atoms, chat_queries),
         eval_set(f"engineering atoms ({len(atoms)})", atoms, queries),
     ]
     if args.abstention_only:
-        report, data = abstention_run(await probe_results())
-        print(report, flush=True)
+        data = {}
+        for name, directory in (("engineering atoms", args.atoms.parent), ("dialogues", args.dialogues)):
+            report, data[name] = abstention_run(await probe_results(directory), name)
+            print(report, end="\n\n", flush=True)
         return {"abstention": data, "environment": environment(args.kernels)}
     if args.variants_only:
         embedder = CachingEmbedder(lazy_minilm(EMBED_THREADS))
@@ -1114,8 +1126,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print(first_use_report(first_use, model.name), end="\n\n", flush=True)
         ingest, scores = await quality_run(atoms, queries, embedder)
         print(quality_report(len(atoms), len(queries), ingest, scores), end="\n\n", flush=True)
-        abstention, abstention_data = abstention_run(await probe_results(embedder))
-        print(abstention, end="\n\n", flush=True)
+        abstention_data = {}
+        for name, directory in (("engineering atoms", args.atoms.parent), ("dialogues", args.dialogues)):
+            abstention, abstention_data[name] = abstention_run(await probe_results(directory, embedder), name)
+            print(abstention, end="\n\n", flush=True)
         compared_variants = (
             {}
             if args.skip_variants
