@@ -119,7 +119,17 @@ def exit_codes_md() -> list[str]:
     ]
     for cls, (code, meaning) in sorted(EXIT_CODES.items(), key=lambda item: item[1][0]):
         lines.append(f"| {code} | `{cls.__name__}` | {meaning} |")
-    return [*lines, ""]
+    notes = [
+        "",
+        "A command whose report already says what failed exits with the row of that meaning,",
+        "after the report: 1 for a failed check, step or atom or a migration still pending",
+        "(`doctor`, `maintain`, `migrate`, `compile`), 4 for stores that differ after a copy",
+        "(`restore`, `migrate-store`), 5 for a store that does not answer (`status`, `compile`),",
+        "15 for a lock another run holds (`maintain`, and `flush` while another flush of the",
+        "session holds it). The `exit_code` of a `compact-entries` step in a maintenance record",
+        "is memory-mcp's compaction code (0 to 4), not a memctl exit code: see maintenance.md.",
+    ]
+    return [*lines, *notes, ""]
 
 
 def _command_paths(group: click.Group, ctx: click.Context, prefix: list[str]) -> list[list[str]]:

@@ -5,7 +5,10 @@ schemas) is most of what the bridge adds to the SDK's own start-up, and an agent
 stdio bridge for every session. The answer depends only on the bridge's code, the SDK,
 pydantic and the Python running them, so it is cached under a key hashed from exactly those:
 every source file of the bridge byte for byte and each one's version. A changed file or an
-upgraded dependency is a new key; a listing under another key is never read.
+upgraded dependency is a new key; a listing under another key is never read. Serving from
+it relies on the SDK's private parts that `_sdk` adapts (tools added on the first call or
+schema lookup, their arguments handled as listed); tests/unit/bridge/test_sdk.py checks
+them against each SDK release.
 """
 
 from __future__ import annotations

@@ -9,7 +9,10 @@ The tools are added when first needed: `tools/list` is answered from the cached 
 cold start does not import the tools' modules nor build their schemas. On stdio they are
 also added a moment after that first answer, while the client's agent is still thinking,
 so its first call seldom waits for them. Over HTTP, a long-running server whose start
-nobody waits on, they are added before it listens: no worker's first call waits.
+nobody waits on, they are added before it listens: no worker's first call waits. The SDK
+reads a tool's input schema before any handler runs (to check a call's headers); the
+adapter's `before_schema_lookup` (`_sdk`, the one module that touches the SDK's private
+parts) adds the tools first, so that lookup never misses a tool the cached listing shows.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, InputRequiredResult, Tool
 
 from ._listing import listing_key, read_listing, write_listing
+from ._sdk import before_schema_lookup
 from ._stdio import BridgeServer
 from .search._background import foreground
 from .tools._register import ToolSet, add_tools
@@ -92,6 +96,7 @@ class _Server(BridgeServer):
         self._cache_dir = cache_dir
         self._tools_added = False
         self._listed = anyio.Event()
+        before_schema_lookup(self, self.ensure_tools)  # a call is checked against the real tools
 
     def ensure_tools(self) -> None:
         """Add the bridge's tools, once."""
@@ -118,10 +123,6 @@ class _Server(BridgeServer):
     ) -> CallToolResult | InputRequiredResult:
         self.ensure_tools()
         return await super().call_tool(name, arguments, context)
-
-    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
-        self.ensure_tools()
-        return super()._tool_input_schema(name)
 
     async def _add_tools_after_listing(self) -> None:
         await self._listed.wait()

@@ -21,6 +21,8 @@ from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
+from ._sdk import lowlevel_server
+
 __all__ = ["BridgeServer", "malformed_reply"]
 
 
@@ -68,7 +70,7 @@ class BridgeServer(MCPServer[Any]):
     """The SDK's MCPServer, except that on stdio a malformed line is answered, not dropped."""
 
     async def run_stdio_async(self) -> None:
-        lowlevel = self._lowlevel_server
+        lowlevel = lowlevel_server(self)
         async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tasks:
             sink, messages = anyio.create_memory_object_stream[SessionMessage | Exception](0)
             tasks.start_soon(_answer_malformed, read_stream, sink, write_stream)

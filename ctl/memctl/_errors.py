@@ -16,17 +16,20 @@
       6   ├── PlaybookFailed          a provisioning task failed or a machine was unreachable
      13   ├── ProviderUnavailable     the capture LLM could not answer (retryable)
      14   ├── AnswerInvalid           the capture LLM's answer is not the JSON asked for
-     15   └── MaintenanceLocked       another maintenance run of the project holds its lock
+     15   └── MaintenanceLocked       another run holds the lock it needs (maintenance, a flush)
 
 The bridge's classes live in `memory_bridge` (its tree is drawn in `memory_bridge._errors`);
-the last four are the control plane's own. `EXIT_CODES` is the one table of exit codes:
-the CLI group renders any of these errors once and exits with its class's code, and
-docs/cli.md shows the table (scripts/gen_docs.py writes it from `EXIT_CODES`). Click's own
-usage errors exit 2, like `ConfigError`.
+the last four are the control plane's own. `ExitStatus` names every exit code memctl gives
+and `EXIT_CODES` gives each class its status: the one table. The CLI group renders any of
+these errors once and exits with its class's status; a command whose report already says
+what failed (a check, a step, a difference) exits with a status by name, never a bare
+number. docs/cli.md shows the table (scripts/gen_docs.py writes it from `EXIT_CODES`).
+Click's own usage errors exit 2, like `ConfigError`.
 """
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from memory_bridge import (
@@ -50,11 +53,34 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_CODES",
     "AnswerInvalid",
+    "ExitStatus",
     "MaintenanceLocked",
     "PlaybookFailed",
     "ProviderUnavailable",
     "exit_code",
 ]
+
+
+class ExitStatus(IntEnum):
+    """Every exit code memctl gives, by name; `EXIT_CODES` says what each means."""
+
+    OK = 0
+    FAILED = 1
+    CONFIG = 2
+    NOT_FOUND = 3
+    CONFLICT = 4
+    UNAVAILABLE = 5
+    PLAYBOOK_FAILED = 6
+    INVALID_INPUT = 7
+    ACCESS_DENIED = 8
+    STORE_FAILED = 9
+    STORE_ERROR = 10
+    METADATA_PENDING = 11
+    EMBEDDER_UNAVAILABLE = 12
+    PROVIDER_UNAVAILABLE = 13
+    ANSWER_INVALID = 14
+    LOCKED = 15
+    LINK_REFUSED = 16
 
 
 class PlaybookFailed(MemctlError):
@@ -74,32 +100,47 @@ class AnswerInvalid(MemctlError):
 
 
 class MaintenanceLocked(MemctlError):
-    """Another maintenance run of this project holds its lock; this one did nothing."""
+    """Another maintenance run of this project holds its lock; this one did nothing.
+
+    Its status, `ExitStatus.LOCKED`, is also a flush's when another flush of the session holds
+    the session's lock."""
 
 
-EXIT_CODES: dict[type[MemctlError], tuple[int, str]] = {
-    MemctlError: (1, "any other error"),
-    ConfigError: (2, "settings, options, an inventory or a store URL are wrong"),
-    NotFound: (3, "the thing asked for does not exist"),
-    Conflict: (4, "the target holds data that clashes with the request"),
-    StoreUnavailable: (5, "a store cannot be reached or used; retrying may help"),
-    PlaybookFailed: (6, "a provisioning task failed or a machine was unreachable"),
-    InvalidInput: (7, "an argument or input file is wrong"),
-    AccessDenied: (8, "a store refused the credentials or permissions"),
-    StoreFailed: (9, "a store took the request and failed on it"),
-    StoreError: (10, "a store operation failed"),
-    MetadataPending: (11, "Dify took a document's text but not its metadata"),
-    EmbedderUnavailable: (12, "the embedding model cannot load or its endpoint failed"),
-    ProviderUnavailable: (13, "the capture LLM could not answer; retrying may help"),
-    AnswerInvalid: (14, "the capture LLM's answer is not the JSON asked for"),
-    MaintenanceLocked: (15, "another maintenance run of the project holds its lock; nothing was done"),
-    LinkRefused: (16, "a link stands where memctl would write; it was left alone"),
+EXIT_CODES: dict[type[MemctlError], tuple[ExitStatus, str]] = {
+    MemctlError: (ExitStatus.FAILED, "any other error, or what the command's report says failed"),
+    ConfigError: (ExitStatus.CONFIG, "settings, options, an inventory or a store URL are wrong"),
+    NotFound: (ExitStatus.NOT_FOUND, "the thing asked for does not exist"),
+    Conflict: (
+        ExitStatus.CONFLICT,
+        "the target holds data that clashes with the request, or differs after a copy",
+    ),
+    StoreUnavailable: (ExitStatus.UNAVAILABLE, "a store cannot be reached or used; retrying may help"),
+    PlaybookFailed: (ExitStatus.PLAYBOOK_FAILED, "a provisioning task failed or a machine was unreachable"),
+    InvalidInput: (ExitStatus.INVALID_INPUT, "an argument or input file is wrong"),
+    AccessDenied: (ExitStatus.ACCESS_DENIED, "a store refused the credentials or permissions"),
+    StoreFailed: (ExitStatus.STORE_FAILED, "a store took the request and failed on it"),
+    StoreError: (ExitStatus.STORE_ERROR, "a store operation failed"),
+    MetadataPending: (ExitStatus.METADATA_PENDING, "Dify took a document's text but not its metadata"),
+    EmbedderUnavailable: (
+        ExitStatus.EMBEDDER_UNAVAILABLE,
+        "the embedding model cannot load or its endpoint failed",
+    ),
+    ProviderUnavailable: (
+        ExitStatus.PROVIDER_UNAVAILABLE,
+        "the capture LLM could not answer; retrying may help",
+    ),
+    AnswerInvalid: (ExitStatus.ANSWER_INVALID, "the capture LLM's answer is not the JSON asked for"),
+    MaintenanceLocked: (
+        ExitStatus.LOCKED,
+        "another run holds the lock it needs (maintenance; a flush of the same session); nothing was done",
+    ),
+    LinkRefused: (ExitStatus.LINK_REFUSED, "a link stands where memctl would write; it was left alone"),
 }
 """Each error class's exit code and what it means: the one table (docs/cli.md shows it)."""
 
 
-def exit_code(error: MemctlError) -> int:
-    """The code of the error's class, else of its nearest listed ancestor."""
+def exit_code(error: MemctlError) -> ExitStatus:
+    """The status of the error's class, else of its nearest listed ancestor."""
     for cls in type(error).__mro__:
         if cls in EXIT_CODES:
             return EXIT_CODES[cls][0]

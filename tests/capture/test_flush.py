@@ -9,6 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from memctl.capture import _flush
+from memctl.capture._lock import FileLock
+from memctl.capture._paths import CaptureDirs
+from memctl.cli import cli
 
 from .fakes import atoms_reply, capture_env, install_fake, openai_server
 from .helpers import FIXTURES, documents, memctl
@@ -134,3 +140,36 @@ def test_flush_refuses_a_missing_transcript_and_a_missing_provider(project: Path
     assert missing.returncode == 2 and "nope.jsonl" in missing.stderr and "does not exist" in missing.stderr
     off = memctl(project, env, "flush", "--transcript", str(FIXTURES / "claude-session.jsonl"))
     assert off.returncode == 2 and "no capture provider configured" in json.loads(off.stdout)["message"]
+
+
+def test_a_flush_whose_session_another_flush_holds_exits_locked(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exit 15, the status of a lock another run holds (it was 4 before exit codes became one
+    table, where 4 means a conflict); nothing is asked nor written."""
+
+    class NoWait(FileLock):
+        def acquire(self, *, wait: float = 0.0, poll: float = 0.2) -> bool:
+            return super().acquire(wait=0.0, poll=poll)
+
+    monkeypatch.setattr(_flush, "FileLock", NoWait)
+    for name, value in capture_env(
+        tmp_path / "bin",
+        MEMCTL_CAPTURE_PROVIDER="openai",
+        MEMCTL_CAPTURE_BASE_URL="http://127.0.0.1:9/v1",
+        MEMCTL_CAPTURE_MODEL="none",
+    ).items():
+        monkeypatch.setenv(name, value)
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_text((FIXTURES / "claude-session.jsonl").read_text())
+    held = FileLock(CaptureDirs(project).session_lock("s1"), "another flush")
+    assert held.acquire()
+    try:
+        args = ["flush", "--project", str(project), "--transcript", str(transcript), "--json"]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    finally:
+        held.release()
+    assert result.exit_code == 15, result.output
+    report = json.loads(result.stdout)
+    assert (report["ok"], report["outcome"], report["turns"]) == (False, "busy", 0)
+    assert documents(project, "daily") == []

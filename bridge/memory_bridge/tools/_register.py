@@ -19,12 +19,12 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
 from mcp.types import ToolAnnotations
 
 from .._cause import caused_by
 from .._errors import StoreError, StoreUnavailable
-from ._arguments import keep_text
+from .._sdk import context_parameter, handle_arguments
+from ._arguments import invalid_result, text_keys
 from ._error_result import error_result
 from ._state import AppState, ToolContext, state_of
 
@@ -80,7 +80,7 @@ class ToolSet:
         function unless `name` says otherwise); the function is returned unchanged."""
 
         def record(fn: ToolFn) -> ToolFn:
-            if find_context_parameter(fn) != _CONTEXT:
+            if context_parameter(fn) != _CONTEXT:
                 raise TypeError(f"tool {fn.__name__} needs a `{_CONTEXT}: ToolContext` parameter")
             self.specs.append(ToolSpec(fn, name or fn.__name__, title, annotations))
             return fn
@@ -128,7 +128,4 @@ def add_tools(mcp: MCPServer[AppState], tools: ToolSet) -> None:
             description=inspect.cleandoc(spec.fn.__doc__ or ""),
             annotations=spec.annotations,
         )
-        # The SDK's add_tool keeps the Tool it builds to itself; its manager hands it out.
-        tool = mcp._tool_manager.get_tool(spec.name)
-        if tool is not None:
-            tool.fn_metadata = keep_text(tool.fn_metadata)
+        handle_arguments(mcp, spec.name, kept=text_keys, invalid=invalid_result)

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from memory_bridge import ConfigError
 
+from .._errors import ExitStatus
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import provisioned_settings
@@ -84,7 +85,8 @@ def flush(project: Path | None, transcript: Path, session_id: str | None, event:
     keeps the document queued; the next capture run delivers it.
 
     Exit code 0 when done (or nothing new), 2 for bad settings, 13 when the LLM could
-    not answer, 14 when its answer broke the schema (nothing is written then).
+    not answer, 14 when its answer broke the schema (nothing is written then), 15 when
+    another flush of the session held its lock throughout.
 
     \b
     Example:
@@ -119,7 +121,7 @@ def flush(project: Path | None, transcript: Path, session_id: str | None, event:
                 f"[yellow]{result.queued} documents wait for the store:[/] {escape(str(result.store_error))}"
             )
     if result.outcome == "busy":
-        raise SystemExit(4)
+        raise SystemExit(ExitStatus.LOCKED)
 
 
 @click.command(name="compile")
@@ -154,9 +156,9 @@ def compile_(project: Path | None, dry_run: bool, as_json: bool) -> None:
     else:
         _print_compile(payload)
     if report.stopped:
-        raise SystemExit(5)
+        raise SystemExit(ExitStatus.UNAVAILABLE)
     if report.errors:
-        raise SystemExit(1)
+        raise SystemExit(ExitStatus.FAILED)
 
 
 _ATOM_FIELDS = ("daily", "type", "title", "action", "target", "reason")

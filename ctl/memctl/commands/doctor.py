@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .._doctor import run_checks
+from .._errors import ExitStatus
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import current_project
@@ -49,4 +50,4 @@ def doctor(project: Path | None, stack: bool, as_json: bool) -> None:
             table.add_row(check.name, _STYLE[check.status], escape(check.detail), escape(check.fix))
         console.print(table)
     if not ok:
-        raise SystemExit(1)
+        raise SystemExit(ExitStatus.FAILED)

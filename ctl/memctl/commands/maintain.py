@@ -10,6 +10,7 @@ import click
 from rich.markup import escape
 from rich.text import Text
 
+from .._errors import ExitStatus
 from .._maintain import INTERVALS, PASSES, Pass, chosen_passes, due, run_maintenance, undo_run
 from .._maintain_report import change_counts, item_changes
 from .._options import Duration, project_option
@@ -172,7 +173,7 @@ def maintain(
     else:
         _print_run(report, dry_run=dry_run)
     if not report["ok"]:
-        raise SystemExit(1)
+        raise SystemExit(ExitStatus.FAILED)
 
 
 def _print_run(report: dict[str, Any], *, dry_run: bool) -> None:

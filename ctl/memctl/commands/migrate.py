@@ -13,6 +13,7 @@ from rich.table import Table
 from memory_bridge import load_settings
 from memory_bridge.core import MigrationStep, migrate, plan_migrations
 
+from .._errors import ExitStatus
 from .._inventory import Inventory
 from .._options import project_option
 from .._output import console, emit_json, json_option
@@ -68,7 +69,7 @@ def migrate_command(
 
     \b
     Exit codes: 0 nothing left pending, 1 a step is still pending after the run,
-    2 bad inventory or settings, 4 a project's migration failed (--inventory, --all),
+    2 bad inventory or settings, 6 a project's migration failed (--inventory, --all),
     5 a store is unreachable.
 
     \b
@@ -99,4 +100,4 @@ def migrate_command(
         if not applied and not pending:
             console.print("every store is current; nothing to do")
     if not result["ok"]:
-        raise SystemExit(1)
+        raise SystemExit(ExitStatus.FAILED)

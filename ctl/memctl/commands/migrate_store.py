@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from memory_bridge import load_settings, open_entry_store
 from memory_bridge.core import TransferReport, copy_entries
 
+from .._errors import ExitStatus
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._project import current_project
@@ -95,4 +96,4 @@ def migrate_store(
             f"from {source} to {target}; verified: every record matches"
         )
     if report.mismatched:
-        raise SystemExit(4)
+        raise SystemExit(ExitStatus.CONFLICT)

@@ -15,6 +15,7 @@ from memory_bridge.core import RestoreMode, RestoreReport
 from memory_bridge.core import restore as run_restore
 from memory_bridge.stores import open_stores
 
+from .._errors import ExitStatus
 from .._options import project_option
 from .._output import console, emit_json, json_option
 from .._progress import progress_bars
@@ -195,4 +196,4 @@ def restore(
         if warning:
             console.print(f"warning: {warning}", markup=False)
     if not report.ok:
-        raise SystemExit(4)
+        raise SystemExit(ExitStatus.CONFLICT)

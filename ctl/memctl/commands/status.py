@@ -16,7 +16,7 @@ from memory_bridge.stores import EntryStore, KnowledgeStore, VersionedKnowledgeS
 from memory_bridge.stores.dify import DurableKnowledgeStore
 
 from .._containers import bridge_container
-from .._errors import PlaybookFailed
+from .._errors import ExitStatus, PlaybookFailed
 from .._inventory import Inventory, Project
 from .._options import project_option
 from .._output import console, emit_json, json_option
@@ -297,4 +297,4 @@ def status(project: Path | None, inventory: Path | None, every: bool, as_json: b
         for record in report.get("projects", [report]):
             _print_project(record)
     if not report["ok"]:
-        raise SystemExit(5)
+        raise SystemExit(ExitStatus.UNAVAILABLE)

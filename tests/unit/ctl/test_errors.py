@@ -16,7 +16,7 @@ from click.testing import CliRunner
 import memctl
 import memory_bridge
 from memctl import _errors, cli
-from memctl._errors import EXIT_CODES, PlaybookFailed
+from memctl._errors import EXIT_CODES, ExitStatus, PlaybookFailed
 from memctl._playbook import PlaybookRun
 from memory_bridge import EmbedderUnavailable, InvalidInput, MemctlError, MetadataPending, StoreUnavailable
 
@@ -144,3 +144,28 @@ def test_no_command_module_catches_the_whole_tree() -> None:
     commands = ROOT / "ctl" / "memctl" / "commands"
     for path in commands.glob("*.py"):
         assert not re.search(r"except \(?[\w, ]*MemctlError", path.read_text()), path.name
+
+
+def test_every_exit_status_but_ok_is_one_row_of_the_table() -> None:
+    statuses = [status for status, _ in EXIT_CODES.values()]
+    assert sorted(statuses) == [status for status in ExitStatus if status is not ExitStatus.OK]
+
+
+_LITERAL_EXITS = {
+    "SystemExit": re.compile(r"\bSystemExit\(\s*-?\d"),
+    "sys.exit or ctx.exit": re.compile(r"\b(?:sys|ctx)\.exit\(\s*-?\d"),
+}
+_TREES = {"SystemExit": ("ctl", "bridge", "collections"), "sys.exit or ctx.exit": ("ctl", "collections")}
+
+
+def test_no_command_exits_with_a_bare_number() -> None:
+    """Every exit code comes from the one table (`ExitStatus`), so two meanings never share a number."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for kind, pattern in _LITERAL_EXITS.items()
+        for tree in _TREES[kind]
+        for path in sorted((ROOT / tree).rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert found == [], "exit with a memctl._errors.ExitStatus, not a number:\n" + "\n".join(found)
