@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
+from ruamel.yaml import YAML
 
 from _env import git_commit
 
@@ -95,7 +95,10 @@ def inventory(path: Path, machines: dict[str, dict[str, Any]], workspace: Any, p
         }
         for name, connection in machines.items()
     }
-    path.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
+    yaml = YAML(typ="safe", pure=True)
+    yaml.version = (1, 1)  # as Ansible reads it
+    yaml.default_flow_style = False
+    yaml.dump({"all": {"hosts": hosts}}, path)
     return path
 
 

@@ -7,13 +7,16 @@ uv run python scripts/gen_argument_specs.py --check  # exit 1 if any is stale (g
 
 from __future__ import annotations
 
+import io
 import sys
 import types
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-import yaml
 from pydantic.fields import FieldInfo
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedSeq
+from ruamel.yaml.resolver import VersionedResolver
 
 from memctl._inventory import Project
 from memctl._role_options import PATH, ROLES, RoleOptions
@@ -69,25 +72,36 @@ def argument_specs(role: type[RoleOptions]) -> dict[str, Any]:
     }
 
 
-class _Dumper(yaml.SafeDumper):
-    """Mappings in block style, short lists in flow style (`choices: [present, absent]`),
-    long ones indented under their key (as yamllint wants)."""
+def _styled(value: Any) -> Any:
+    """`value` with short lists in flow style (`choices: [present, absent]`); long ones stay
+    in block style, indented under their key (as yamllint wants)."""
+    if isinstance(value, dict):
+        return {key: _styled(item) for key, item in value.items()}
+    if isinstance(value, list):
+        styled = CommentedSeq(_styled(item) for item in value)
+        if len(", ".join(map(str, value))) <= 60:
+            styled.fa.set_flow_style()
+        return styled
+    return value
 
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)
 
+class _Yaml11Resolver(VersionedResolver):
+    """YAML 1.1's implicit types, as Ansible reads them: `off` and `no` are quoted as strings."""
 
-def _flow_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.Node:
-    short = len(", ".join(map(str, value))) <= 60
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=short)
-
-
-_Dumper.add_representer(list, _flow_list)
+    def __init__(self, version: Any = None, loader: Any = None, loadumper: Any = None) -> None:
+        super().__init__((1, 1), loader, loadumper)
 
 
 def _dump(document: dict[str, Any], source: str) -> str:
-    body: str = yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
-    return _HEADER.format(source=source) + body
+    yaml = YAML()
+    yaml.Resolver = _Yaml11Resolver
+    yaml.width = 120
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    body = io.StringIO()
+    yaml.dump(_styled(document), body)
+    # ruamel leaves a space before the break where it folds a long plain scalar; folding drops it
+    lines = (line.rstrip(" ") for line in body.getvalue().split("\n"))
+    return _HEADER.format(source=source) + "\n".join(lines)
 
 
 def render(role: type[RoleOptions]) -> str:

@@ -6,7 +6,8 @@ nothing. Two kinds of file:
 
 - **merged** files hold the user's entries too; only memctl's own entries are replaced
   (`_merge`): `.mcp.json`, `.claude/settings.json`, `.cursor/mcp.json`, `.vscode/mcp.json`,
-  `.agents/mcp.json`, `.agents/hooks.json`, Codex's `config.toml` and a `.gitignore` block;
+  `.agents/mcp.json`, `.agents/hooks.json`, Codex's `config.toml` and a `.gitignore` block
+  (JSON files may be JSONC, with comments and trailing commas, as VS Code and Cursor write them);
 - **owned** files are memctl's outright: `.agents/README.md`, `.agents/rules/<skill>.md`,
   `.claude/skills/<skill>/SKILL.md`. `.memory/owned.json` records the sha256 of what memctl
   last wrote to each; one the user has edited since is reported and left alone.
@@ -33,7 +34,7 @@ from typing import Any, Literal, get_args
 from memory_bridge import ConfigError, LinkRefused, write_atomically
 
 from ._created import Created, new_containers, new_dirs, without_empty
-from ._jsontext import edit_to
+from ._jsontext import edit_to, loads
 from ._launcher import LAUNCHER_HOME_PATH, default_launcher, write_launcher
 from ._merge import (
     HOOK_SIGNATURE,
@@ -265,11 +266,12 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> JSONObject:
 
 
 def _load_json(text: str) -> JSONObject:
-    """A JSON object from text; blank text is `{}`; anything else malformed is a `ConfigError`."""
+    """A JSON object from JSONC text (comments and trailing commas allowed, as VS Code and
+    Cursor write them); blank text is `{}`; anything else malformed is a `ConfigError`."""
     if not text.strip():
         return {}
     try:
-        document = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+        document = loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
     if not isinstance(document, dict):
@@ -442,7 +444,7 @@ def _merged_step(workspace: Path, target: _Merged) -> _Step:
     try:
         desired = target.merge(current or "")
     except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}; the file was left unchanged") from exc
+        raise ConfigError(f"{path}: {exc}; the file was left unchanged: fix it and run again") from exc
     return _step(workspace, target.path, current, desired)
 
 

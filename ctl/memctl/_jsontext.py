@@ -1,32 +1,57 @@
-"""Edits of JSON text that keep the user's bytes: formatting, key order, line endings.
+"""Edits of JSON text that keep the user's bytes: formatting, key order, line endings, comments.
 
 A path is a sequence of object keys (`str`) and array indices (`int`). Every function is
 pure: it takes a document's text and returns new text, changing only the bytes of what
 it edits. A new member or item goes last in its container, written in the file's style
-(indent unit, `:` spacing, line ending; one-line containers stay on one line), and is
-inserted at a single point, so removing it again gives back the original text exactly.
+(indent unit, `:` spacing, line ending; one-line containers stay on one line), and
+removing it again gives back the original text exactly.
 
-Text that is not valid JSON (as Python's `json` reads it: the last of duplicate keys
-wins), a path through a scalar, or a key used on an array (an index on an object) raise
-`ConfigError`, naming the path and what is there. Blank text reads as `{}`; setting a
-member in it gives `json.dumps(..., indent=2)` text with a trailing newline.
+The text may be JSONC, as VS Code and Cursor write it: `//` and `/* */` comments and
+trailing commas are read as whitespace and kept. A new last child goes after a comment
+that ends the line of the one before it (that one's comma before the comment), and a
+trailing comma stays trailing.
+
+Text that is not valid JSONC (as Python's `json` reads it once comments and trailing commas
+are blanked: the last of duplicate keys wins), a path through a scalar, or a key used on an
+array (an index on an object) raise `ConfigError`, naming the path and what is there.
+Blank text reads as `{}`; setting a member in it gives `json.dumps(..., indent=2)` text
+with a trailing newline.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from memory_bridge import ConfigError
 
-__all__ = ["JSONPath", "append_item", "edit_to", "get", "has", "remove_item", "remove_member", "set_member"]
+__all__ = [
+    "JSONPath",
+    "append_item",
+    "edit_to",
+    "get",
+    "has",
+    "loads",
+    "remove_item",
+    "remove_member",
+    "set_member",
+]
 
 JSONPath = Sequence[str | int]
 
 _WHITESPACE = " \t\n\r"
 _DECODER = json.JSONDecoder()
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\r\n]*|/\*.*?\*/|/\*|[,\]}]', re.DOTALL)
+"""What `_blank` looks at: strings (skipped whole), comments, an unclosed `/*`, commas, closers."""
+_COMMENTED_TAIL = re.compile(
+    r"[ \t]*(?:,[ \t]*)?(?:(?://[^\r\n]*|/\*(?:(?!\*/)[^\r\n])*\*/)[ \t]*)+(?=\r?\n)"
+)
+"""The rest of a line after a value when it holds a comment: an optional comma, comments."""
+_SEPARATOR = re.compile(r"(?:\s|//[^\r\n]*|/\*.*?\*/)*,", re.DOTALL)
+"""Up to the comma after a value, across whitespace and comments."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +74,37 @@ class _Child:
     node: _Node
 
 
-# Parsing: `json.loads` validates, then a trusting scan records the spans.
+# Parsing: comments and trailing commas blanked, `json.loads` validates, then a trusting
+# scan of the blanked text records the spans, which are those of the text itself.
+
+
+def _blank(text: str) -> str:
+    """`text` with comments and trailing commas as spaces (line breaks kept), so what is
+    left is JSON with every value where it was; `JSONDecodeError` for an unclosed comment."""
+    chars = list(text)
+    comma: int | None = None
+    for match in _TOKENS.finditer(text):
+        token, start = match.group(), match.start()
+        if token == "/*":
+            raise json.JSONDecodeError("a /* comment is not closed", text, start)
+        if token.startswith("/"):
+            chars[start : match.end()] = re.sub(r"[^\r\n]", " ", token)
+        elif token == ",":
+            previous = start - 1
+            while previous >= 0 and chars[previous] in _WHITESPACE:
+                previous -= 1
+            comma = start if previous >= 0 and chars[previous] not in "{[," else None
+        elif token in ("}", "]"):
+            if comma is not None and not "".join(chars[comma + 1 : start]).strip(_WHITESPACE):
+                chars[comma] = " "
+            comma = None
+    return "".join(chars)
+
+
+def loads(text: str, **options: Any) -> Any:
+    """The value of JSONC `text`, read by `json.loads` with `options`; `JSONDecodeError`
+    (positions in `text`) if it is not valid."""
+    return json.loads(_blank(text), **options)
 
 
 def _skip(text: str, i: int) -> int:
@@ -88,12 +143,13 @@ def _or_empty(text: str) -> str:
 
 
 def _parse(text: str) -> _Node:
-    """The syntax tree of `text`; `ConfigError` if it is not valid JSON."""
+    """The syntax tree of `text`; `ConfigError` if it is not valid JSONC."""
     try:
-        json.loads(text)
+        blank = _blank(text)
+        json.loads(blank)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"the text is not valid JSON ({exc})") from exc
-    return _value(text, _skip(text, 0))
+    return _value(blank, _skip(blank, 0))
 
 
 # Paths.
@@ -186,8 +242,10 @@ class _Style:
 
 
 def _indent_unit(text: str) -> str:
-    """The shortest line indent made of spaces only or tabs only; two spaces if none."""
-    indents = [line[: len(line) - len(line.lstrip(" \t"))] for line in text.split("\n")[1:]]
+    """The shortest indent of a line holding JSON, made of spaces only or tabs only; two
+    spaces if none."""
+    lines = [line for line in _blank(text).split("\n")[1:] if line.strip(_WHITESPACE)]
+    indents = [line[: len(line) - len(line.lstrip(" \t"))] for line in lines]
     units = [indent for indent in indents if indent and len(set(indent)) == 1]
     return min(units, key=len) if units else "  "
 
@@ -241,15 +299,34 @@ def _insert(text: str, trail: Sequence[_Node], key: str | None, value: Any) -> s
         if not gap and len(container.children) == 1:
             gap = style.space
         at = last.node.end
-        piece = "," + gap + style.child(key, value, _line_indent(text, last.start))
-    elif style.compact:
-        at = container.end - 1
-        piece = style.child(key, value, "") + text[container.start + 1 : at]
-    else:
-        at = container.end - 1
-        outer = _line_indent(text, container.start)
-        inner = outer + style.unit
-        piece = style.newline + inner + style.child(key, value, inner) + style.newline + outer
+        child = style.child(key, value, _line_indent(text, last.start))
+        tail = _COMMENTED_TAIL.match(text, at)
+        if tail is None:
+            return text[:at] + "," + gap + child + text[at:]
+        # A comment ends the last child's line: the new child goes on a line after it.
+        line_end = tail.end()
+        gap = gap.lstrip(" \t")
+        if "\n" not in gap:
+            indent = _line_indent(text, last.start)
+            opening_line = text.rfind("\n", 0, last.start) < container.start
+            gap = style.newline + indent + (style.unit if opening_line else "")
+            child = style.child(key, value, gap.lstrip("\r\n"))
+        if tail.group().lstrip(" \t").startswith(","):
+            return text[:line_end] + gap + child + "," + text[line_end:]
+        return text[:at] + "," + text[at:line_end] + gap + child + text[line_end:]
+    at = container.end - 1
+    inside = text[container.start + 1 : at]
+    outer = _line_indent(text, container.start)
+    inner = outer + style.unit
+    if style.compact:
+        lead = inside[: len(inside) - len(inside.lstrip(_WHITESPACE))]
+        return text[:at] + style.child(key, value, "") + lead + text[at:]
+    if inside.strip(_WHITESPACE):  # comments only: the child goes after the last of them
+        at = len(text[:at].rstrip(_WHITESPACE))
+        if "\n" not in inside:
+            return text[:at] + " " + style.child(key, value, outer) + text[at:]
+        return text[:at] + style.newline + inner + style.child(key, value, inner) + text[at:]
+    piece = style.newline + inner + style.child(key, value, inner) + style.newline + outer
     return text[:at] + piece + text[at:]
 
 
@@ -261,21 +338,57 @@ def _without_last_line(gap: str) -> str:
     return gap[: max(cut, 0)]
 
 
+def _cut(text: str, start: int, end: int) -> str:
+    """`text` without `[start, end)`, keeping the line break that ends a `//` comment before it."""
+    line_start = text.rfind("\n", 0, start) + 1
+    tokens = _TOKENS.finditer(text, line_start, start)
+    commented = any(token.group().startswith("//") and token.end() == start for token in tokens)
+    removed, tail = text[start:end], text[end:]
+    if commented and "\n" in removed and not tail.lstrip(" \t").startswith(("\n", "\r")):
+        return text[:start] + removed[: removed.index("\n") + 1] + tail
+    return text[:start] + tail
+
+
+def _comma_after(text: str, position: int) -> int:
+    """Where the comma after the value ending at `position` is, across whitespace and comments."""
+    separator = _SEPARATOR.match(text, position)
+    assert separator is not None, "the blanked text has a comma there"
+    return separator.end() - 1
+
+
 def _remove(text: str, container: _Node, index: int) -> str:
-    """`text` without child `index` of `container` and its separator."""
+    """`text` without child `index` of `container` and its separator.
+
+    A child on a line of its own goes with that line and its comma; comments stay."""
     children = container.children
     child = children[index]
+    start = len(text[: child.start].rstrip(_WHITESPACE))
+    own_line = "\n" in text[start : child.start]
+    if index < len(children) - 1:
+        following = children[index + 1].start
+        after = _comma_after(text, child.node.end) + 1
+        if own_line and text[after:following].strip(_WHITESPACE):  # comments after it stay
+            return _cut(text, start, after)
+        return text[: child.start] + text[following:]
+    if len(children) > 1 and not own_line:
+        return text[: children[index - 1].node.end] + text[child.node.end :]
     if len(children) > 1:
-        after_previous = index == len(children) - 1
-        start = children[index - 1].node.end if after_previous else child.start
-        end = child.node.end if after_previous else children[index + 1].start
-        return text[:start] + text[end:]
+        if text.startswith(",", child.node.end):  # its trailing comma goes: the separator becomes one
+            return _cut(text, start, child.node.end + 1)
+        comma = _comma_after(text, children[index - 1].node.end)
+        cut = _cut(text, start, child.node.end)
+        return cut[:comma] + cut[comma + 1 :]
     inside_start, inside_end = container.start + 1, container.end - 1
-    if text.find("\n", container.start, container.end) < 0:
-        kept = text[child.node.end : inside_end]
-    else:
-        kept = _without_last_line(text[inside_start : child.start])
-    return text[:inside_start] + kept + text[inside_end:]
+    trailing = _SEPARATOR.match(text, child.node.end, inside_end)
+    if trailing is not None:
+        text = text[: trailing.end() - 1] + text[trailing.end() :]
+        inside_end -= 1
+    before, rest = text[inside_start : child.start], text[child.node.end : inside_end]
+    if (before + rest).strip(_WHITESPACE):  # comments around it stay
+        return _cut(text, start, child.node.end)
+    if text.find("\n", container.start, inside_end) < 0:
+        return text[:inside_start] + text[child.node.end :]
+    return text[:inside_start] + _without_last_line(before) + text[inside_end:]
 
 
 def _created(path: JSONPath, depth: int, value: Any) -> tuple[str, Any]:
@@ -303,7 +416,7 @@ def get(text: str, path: JSONPath) -> Any:
     nodes = _trail(text, path)
     if len(nodes) <= len(path):
         raise _missing(path, len(nodes) - 1)
-    return json.loads(text[nodes[-1].start : nodes[-1].end])
+    return loads(text[nodes[-1].start : nodes[-1].end])
 
 
 def has(text: str, path: JSONPath) -> bool:
@@ -324,7 +437,7 @@ def set_member(text: str, path: JSONPath, value: Any) -> str:
     nodes = _trail(text, path)
     if len(nodes) > len(path):
         old = nodes[-1]
-        if _same(json.loads(text[old.start : old.end]), value):
+        if _same(loads(text[old.start : old.end]), value):
             return text
         rendered = _style(text, nodes[:-1]).render(value, _line_indent(text, old.start))
         return text[: old.start] + rendered + text[old.end :]
@@ -411,4 +524,4 @@ def edit_to(text: str, desired: dict[str, Any]) -> str:
     Members that stay keep their bytes and their order; new ones go last; array items are
     kept, changed, removed or appended (a reordering shows as removals and appends).
     """
-    return _edit(text, (), json.loads(_or_empty(text)), desired)
+    return _edit(text, (), loads(_or_empty(text)), desired)

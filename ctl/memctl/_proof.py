@@ -9,7 +9,6 @@ lists its tools. Entries that come out the same are started once.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tempfile
@@ -22,6 +21,8 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+from ._jsontext import loads
 
 __all__ = ["ORDINARY_PATH", "Launch", "Proof", "launches", "prove"]
 
@@ -93,7 +94,7 @@ def _login_env() -> dict[str, str]:
 
 def _json_entry(path: Path, key: str, name: str) -> dict[str, Any] | None:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = loads(path.read_text(encoding="utf-8"))  # VS Code's and Cursor's are JSONC
     except (OSError, ValueError):
         return None
     entry = document.get(key, {}).get(name) if isinstance(document, dict) else None

@@ -38,7 +38,9 @@ def registry_path() -> Path:
 
 def _indents(text: str) -> tuple[int, int, int]:
     """(mapping, sequence, dash offset) as `text` indents its first nested mapping and block
-    sequence, in ruamel.yaml's terms; PyYAML's style (2, 2, 0) for what it does not show."""
+    sequence, in ruamel.yaml's terms; (2, 2, 0) for what it does not show. ruamel.yaml's own
+    guess (`load_yaml_guess_indent`) gives one indent for both, so it would re-indent a file
+    that indents them differently."""
     mapping = sequence = offset = None
     parent: int | None = None  # the indent of the key-only line just before
     for line in text.splitlines():

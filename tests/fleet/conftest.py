@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 import testinfra
-import yaml
 
+from .. import yamlfiles
 from ..bridges import free_port
 from ..stack.conftest import (
     BASE_IMAGE,
@@ -200,7 +200,7 @@ class Fleet:
             "ansible_ssh_private_key_file": str(self.targets[0].key),
             "ansible_ssh_common_args": SSH_OPTIONS,
         }
-        path.write_text(yaml.safe_dump({"all": {"vars": machine_vars, "hosts": hosts}}))
+        path.write_text(yamlfiles.dump({"all": {"vars": machine_vars, "hosts": hosts}}))
         return path
 
     def stack_vars(self) -> dict[str, Any]:

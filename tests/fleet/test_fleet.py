@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from .. import yamlfiles
 from ..bridges import free_port
 from .conftest import STACK_WORKSPACE, Fleet, Target
 
@@ -312,11 +312,11 @@ def test_a_stack_project_runs_in_its_machines_own_docker_engine(fleet: Fleet, ru
 def test_down_takes_the_stack_project_off_its_machine(fleet: Fleet, runs: Runs, tmp_path: Path) -> None:
     """Last: `memctl down --inventory` with fleet-a's stack project only removes its bridge and,
     as no other stack project is left there, Valkey; the memory stays, the other projects too."""
-    inventory = yaml.safe_load(fleet.write_inventory(tmp_path / "all.yml").read_text())
+    inventory = yamlfiles.load(fleet.write_inventory(tmp_path / "all.yml").read_text())
     a = inventory["all"]["hosts"]["fleet-a"]
     a["memctl_projects"] = [p for p in a["memctl_projects"] if p["slug"] == "fleet-a-stack"]
     inventory["all"]["hosts"] = {"fleet-a": a}
-    (tmp_path / "stack.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "stack.yml").write_text(yamlfiles.dump(inventory))
     code, _, output = fleet.memctl("down", "--inventory", str(tmp_path / "stack.yml"))
     assert code == 0, output
     host = fleet.targets[0].host()

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
+from .. import yamlfiles
 from ..wheels import build_wheel, install_wheel
 
 
@@ -32,7 +32,7 @@ def _copy_sources(dockerfile: str) -> list[str]:
 
 
 def test_the_bridge_roles_build_context_is_complete_in_an_installed_wheel(content: Path) -> None:
-    defaults = yaml.safe_load((content / "roles" / "bridge" / "defaults" / "main.yml").read_text())
+    defaults = yamlfiles.load((content / "roles" / "bridge" / "defaults" / "main.yml").read_text())
     # memctl_install's content directory on a remote machine, else roles/bridge/../.., _ansible
     assert defaults["bridge_source_dir"] == "{{ memctl_install_content_dir | default(role_path ~ '/../..') }}"
     for entry in defaults["bridge_build_include"]:

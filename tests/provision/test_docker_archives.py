@@ -10,8 +10,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-import yaml
 
+from .. import yamlfiles
 from .helpers import ansible_playbook
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_an_archive_that_cannot_be_loaded_fails_naming_it(
         _archive(archive, manifest)
     playbook = tmp_path / "load.yml"
     task = {"ansible.builtin.include_role": {"name": "docker", "tasks_from": "archive"}}
-    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [task]}]))
+    playbook.write_text(yamlfiles.dump([{"hosts": "localhost", "gather_facts": False, "tasks": [task]}]))
     extra = json.dumps({"docker_archive": str(archive)})
     run = ansible_playbook("-i", "localhost,", "-c", "local", "-e", extra, str(playbook), timeout=120)
     assert run.returncode == 2, run.stdout + run.stderr

@@ -9,10 +9,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-import yaml
 
 from memctl._inventory import Project
 from memctl._role_options import ROLES, ClientConfig, RoleOptions
+
+from .. import yamlfiles
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,7 +27,7 @@ def _script(name: str) -> ModuleType:
 
 
 def _yaml(path: Path) -> Any:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    return yamlfiles.load(path.read_text(encoding="utf-8"))
 
 
 def test_every_role_has_an_options_model() -> None:

@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from memctl._templates import render
 
+from .. import yamlfiles
 from .helpers import ansible_playbook
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +22,7 @@ PROJECT = {"slug": "app", "workspace": "/srv/app", "clients": ["claude"], "note"
 
 def _record_task() -> dict[str, Any]:
     """The migrations role's task that writes .memory/project.json, as the role holds it."""
-    tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text(encoding="utf-8"))
+    tasks = yamlfiles.load((ROLE / "tasks" / "main.yml").read_text(encoding="utf-8"))
     (task,) = [t for t in tasks if t["name"].startswith("Record the project")]
     return dict(task)
 
@@ -40,7 +39,7 @@ def _play(tmp_path: Path, *args: str) -> int:
     }
     play = {"name": "Record", "hosts": "localhost", "gather_facts": False, "tasks": [_record_task(), before]}
     playbook = tmp_path / "play.yml"
-    playbook.write_text(yaml.safe_dump([play]))
+    playbook.write_text(yamlfiles.dump([play]))
     extra = {
         "out": str(tmp_path),
         "role_path": str(ROLE),

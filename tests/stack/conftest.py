@@ -23,8 +23,8 @@ from typing import Any
 import docker
 import pytest
 import uvicorn
-import yaml
 
+from .. import yamlfiles
 from ..bridges import free_port
 from ..emulators.dify.app import create_app
 from ..servers import valkey_server_binary
@@ -313,7 +313,7 @@ def stack(
         dify_state=root / "dify-state",
     )
     stack.inventory.write_text(
-        yaml.safe_dump(_inventory(stack, base_image, valkey_image, dify_repo, dify_url))
+        yamlfiles.dump(_inventory(stack, base_image, valkey_image, dify_repo, dify_url))
     )
     stack.runs["first"] = stack.playbook()
     if stack.runs["first"].returncode == 0:

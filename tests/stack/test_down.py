@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 import valkey
-import yaml
 
+from .. import yamlfiles
 from ..bridges import free_port
 from .conftest import BRIDGE_IMAGE, RUN, Stack
 
@@ -166,8 +166,8 @@ def life(
     for workspace in life.workspaces.values():
         workspace.mkdir(parents=True)
     inventory, alpha_alone = root / "inventory.yml", root / "alpha.yml"
-    inventory.write_text(yaml.safe_dump(_inventory(life, valkey_image, base_image, ALPHA, BETA)))
-    alpha_alone.write_text(yaml.safe_dump(_inventory(life, valkey_image, base_image, ALPHA)))
+    inventory.write_text(yamlfiles.dump(_inventory(life, valkey_image, base_image, ALPHA, BETA)))
+    alpha_alone.write_text(yamlfiles.dump(_inventory(life, valkey_image, base_image, ALPHA)))
     try:
         life.runs["up"] = life.memctl("up", "--inventory", str(inventory), "--json")
         if life.runs["up"].returncode == 0:

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 import valkey
-import yaml
 
+from .. import yamlfiles
 from .conftest import BRIDGE_IMAGE, DIFY_PINNED, RUN, SLUGS, VALKEY, VALKEY_IMAGE, Stack
 
 pytestmark = [pytest.mark.docker]
@@ -63,9 +63,9 @@ def _container_ids() -> dict[str, str]:
 
 
 def _set_versions(stack: Stack, **machine_vars: str) -> None:
-    document = yaml.safe_load(stack.inventory.read_text())
+    document = yamlfiles.load(stack.inventory.read_text())
     document["all"]["vars"].update(machine_vars)
-    stack.inventory.write_text(yaml.safe_dump(document))
+    stack.inventory.write_text(yamlfiles.dump(document))
 
 
 @contextmanager

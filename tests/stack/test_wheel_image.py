@@ -8,10 +8,10 @@ import subprocess
 from typing import Any
 
 import pytest
-import yaml
 
 from ansible_collections.memctl.stack.plugins.modules.docker_image import run
 
+from .. import yamlfiles
 from ..wheels import build_wheel, install_wheel
 from .conftest import RUN, FakeModule
 
@@ -37,7 +37,7 @@ def test_an_installed_wheel_builds_the_bridge_image(
 ) -> None:
     wheel = build_wheel(tmp_path_factory.mktemp("dist"))
     content = install_wheel(wheel, tmp_path_factory.mktemp("venv"), deps=False) / "memctl" / "_ansible"
-    defaults = yaml.safe_load((content / "roles" / "bridge" / "defaults" / "main.yml").read_text())
+    defaults = yamlfiles.load((content / "roles" / "bridge" / "defaults" / "main.yml").read_text())
     image = f"memctl-bridge:wheel-{RUN}"
     try:
         result = run(

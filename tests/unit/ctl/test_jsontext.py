@@ -12,7 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl._jsontext import JSONPath, append_item, edit_to, get, has, remove_item, remove_member, set_member
+from memctl._jsontext import (
+    JSONPath,
+    append_item,
+    edit_to,
+    get,
+    has,
+    loads,
+    remove_item,
+    remove_member,
+    set_member,
+)
 from memory_bridge import ConfigError
 
 from .json_strategies import keys, values
@@ -253,7 +263,8 @@ def test_removing_an_item(index: int, expected: str | None) -> None:
         (lambda: remove_item('{"a": {"b": false}}', ("a", "b", 0)), '"a.b" is a boolean'),
         (lambda: get('{"a": 1', ()), r"not valid JSON \(Expecting ',' delimiter: line 1 column 8"),
         (lambda: set_member("{'a': 1}", ("a",), 1), "not valid JSON"),
-        (lambda: set_member('{"a": 1,}', ("a",), 1), "not valid JSON"),
+        (lambda: set_member('{"a": [1,,]}', ("b",), 1), "not valid JSON"),
+        (lambda: set_member('{"a": 1} /* open', ("b",), 1), r"a /\* comment is not closed: line 1"),
     ],
 )
 def test_edits_that_cannot_be_made_are_refused(edit: Callable[[], object], message: str) -> None:
@@ -285,17 +296,28 @@ DUMPS_STYLES = [
 GAPS = st.sampled_from(["", "", " ", "  ", "\t", "\n", "\n  ", "\n\t", " \n    "])
 
 
-def ragged(draw: st.DrawFn, value: Any) -> str:
-    """`value` as JSON text with arbitrary whitespace between its tokens."""
+JSONC_GAPS = GAPS | st.sampled_from(["/* c */", " // c\n  ", "\n  // c,}]\n  ", " /* a\n b */\n\t"])
+"""Whitespace and comments, as VS Code and Cursor allow them between tokens."""
+
+
+def ragged(draw: st.DrawFn, value: Any, gaps: st.SearchStrategy[str] = GAPS, commas: bool = False) -> str:
+    """`value` as JSON text with arbitrary `gaps` between its tokens; trailing `commas` if asked."""
+    trailing = "," + draw(gaps) if commas and draw(st.booleans()) else ""
     if isinstance(value, dict):
         members = [
-            draw(GAPS) + dumps(k, None) + draw(GAPS) + ":" + draw(GAPS) + ragged(draw, v) + draw(GAPS)
+            draw(gaps)
+            + dumps(k, None)
+            + draw(gaps)
+            + ":"
+            + draw(gaps)
+            + ragged(draw, v, gaps, commas)
+            + draw(gaps)
             for k, v in value.items()
         ]
-        return "{" + (",".join(members) or draw(GAPS)) + "}"
+        return "{" + (",".join(members) + trailing if members else draw(gaps)) + "}"
     if isinstance(value, list):
-        items = [draw(GAPS) + ragged(draw, item) + draw(GAPS) for item in value]
-        return "[" + (",".join(items) or draw(GAPS)) + "]"
+        items = [draw(gaps) + ragged(draw, item, gaps, commas) + draw(gaps) for item in value]
+        return "[" + (",".join(items) + trailing if items else draw(gaps)) + "]"
     return json.dumps(value, ensure_ascii=draw(st.booleans()))
 
 
@@ -458,3 +480,77 @@ def test_edit_to_reaches_any_document_and_keeps_the_text_when_nothing_changes(
     edited = edit_to(text, desired)
     assert json.loads(edited) == desired
     assert edit_to(edited, desired) == edited
+
+
+@st.composite
+def commented(draw: st.DrawFn, documents: st.SearchStrategy[Any] = objects) -> Case:
+    """A document as JSONC (comments, trailing commas), the path of a member it lacks, a value."""
+    document, _, path, value = draw(new_members(documents))
+    text = draw(JSONC_GAPS) + ragged(draw, document, JSONC_GAPS, commas=True) + "\n"
+    return document, text, path, value
+
+
+def comments(text: str) -> list[str]:
+    """The comments in JSONC text, in order."""
+    tokens = re.findall(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', text, re.DOTALL)
+    return [token for token in tokens if token.startswith("/")]
+
+
+@PROPERTY
+@given(commented())
+def test_jsonc_keeps_its_comments_through_an_insertion_that_removal_undoes(case: Case) -> None:
+    document, text, path, value = case
+    assert ordered(loads(text)) == ordered(document)
+    result = set_member(text, path, value)
+    assert comments(result) == comments(text)
+    expected = copy.deepcopy(document)
+    at(expected, path[:-1])[path[-1]] = value
+    assert ordered(loads(result)) == ordered(expected)
+    assert set_member(result, path, value) == result
+    assert remove_member(result, path) == text
+
+
+@PROPERTY
+@given(st.data())
+def test_removing_any_member_or_item_of_jsonc_keeps_the_rest(data: st.DataObject) -> None:
+    document = data.draw(with_array)
+    text = data.draw(JSONC_GAPS) + ragged(data.draw, document, JSONC_GAPS, commas=True)
+    parent = data.draw(st.sampled_from([p for p in containers(document, (dict, list)) if at(document, p)]))
+    container = at(document, parent)
+    key = data.draw(
+        st.sampled_from(list(container) if isinstance(container, dict) else range(len(container)))
+    )
+    remove = remove_member if isinstance(key, str) else remove_item
+    expected = copy.deepcopy(document)
+    del at(expected, parent)[key]
+    assert ordered(loads(remove(text, (*parent, key)))) == ordered(expected)
+
+
+@PROPERTY
+@given(commented(objects.filter(bool)), objects)
+def test_edit_to_reaches_any_document_from_jsonc(case: Case, other: dict[str, Any]) -> None:
+    document, text, _, _ = case
+    assert edit_to(text, loads(text)) == text
+    desired = {**{k: v for k, v in document.items() if k not in other}, **other}
+    edited = edit_to(text, desired)
+    assert loads(edited) == desired
+    assert edit_to(edited, desired) == edited
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1 // one\n}', '{"a": 1, // one\n  "b": 2\n}'),
+        ('{"a": 1, // one\n}', '{"a": 1, // one\n  "b": 2,\n}'),
+        ('{\n  "a": 1,\n  // "old": 0,\n}', '{\n  "a": 1,\n  "b": 2,\n  // "old": 0,\n}'),
+        ("{ /* none */ }", '{ /* none */ "b": 2 }'),
+        ("{\n  // none\n}", '{\n  // none\n  "b": 2\n}'),
+        (
+            '{"a": "// not a comment", "c": "/* nor this */",}',
+            '{"a": "// not a comment", "c": "/* nor this */", "b": 2,}',
+        ),
+    ],
+)
+def test_a_new_member_goes_after_the_comments_of_the_last_line(text: str, expected: str) -> None:
+    assert set_member(text, ("b",), 2) == expected
+    assert remove_member(expected, ("b",)) == text

@@ -287,6 +287,17 @@ def test_toml_recognises_our_header_however_it_is_spelled(header: str) -> None:
     assert merge_toml_table(text, TABLE, ENTRY) == f"{OUR_BLOCK}\n[other]\nx = 1\n"
 
 
+def test_toml_comments_beside_our_table_survive_merge_and_removal() -> None:
+    text = "# Codex\n\n# memctl's server, below\n[mcp_servers.memory]\ncommand = 'old'\n"
+    text += "# after it\n\n[o]\nx = 1\n"
+    merged = merge_toml_table(text, TABLE, ENTRY)
+    assert merged == "# Codex\n\n# memctl's server, below\n" + OUR_BLOCK + "# after it\n\n[o]\nx = 1\n"
+    assert merge_toml_table(merged, TABLE, ENTRY) == merged
+    assert (
+        remove_toml_table(merged, TABLE) == "# Codex\n\n# memctl's server, below\n# after it\n\n[o]\nx = 1\n"
+    )
+
+
 def test_toml_keeps_our_servers_subtables_and_crlf() -> None:
     text = "a = 1\r\n\r\n[mcp_servers.memory.env]\r\nTOKEN_FILE = '~/.t'\r\n"
     merged = merge_toml_table(text, TABLE, ENTRY)
