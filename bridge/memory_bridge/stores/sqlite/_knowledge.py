@@ -60,6 +60,7 @@ _DOC_COLUMNS = (
 )
 _SCALAR_FILTERS = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 _Queued = tuple[int, int]  # the first and last passage rowid a write left without a vector
+REEMBED_STEP = 256  # passages per `reembed_batch` call by default: a progress bar's step
 
 
 def _prepare(text: str, metadata: DocMetadata) -> tuple[list[str], str]:
@@ -770,19 +771,15 @@ class SqliteKnowledgeStore:
 
     async def upkeep(self) -> int:
         """Embed every passage still waiting for a vector (new, or left by another model)."""
-        if self._vectors is None:
-            return 0
-        done = 0
-        while batch := await self.reembed_batch():
-            done += batch
-        return done
+        return await self.reembed_batch(None)
 
-    async def reembed_batch(self, batch: int = EMBED_BATCH) -> int:
-        """Embed up to `batch` passages still waiting for a vector; return how many."""
+    async def reembed_batch(self, batch: int | None = REEMBED_STEP) -> int:
+        """Embed up to `batch` passages (None: all) still waiting for a vector, at the
+        background's low priority; return how many."""
         if self._vectors is None:
             return 0
         try:
-            return await anyio.to_thread.run_sync(self._vectors.embed_queued, batch)
+            return await anyio.to_thread.run_sync(self._vectors.drain, batch)
         except EmbedderUnavailable:  # the model cannot load: keyword search keeps working
             return 0
 
