@@ -8,10 +8,12 @@ int8 kernels quantise activations with one scale per batch, so a batched text's 
 moves with its batch-mates (cosine down to 0.96). With one thread (an endpoint that takes
 whole batches) a call carries `batch` texts.
 
-The pipeline keeps every thread busy: it fetches more work before they run dry and stores
-finished vectors in short batches meanwhile. It holds at most `in_flight` texts and their
-vectors, so memory stays bounded however long the queue; what it has not stored is still
-queued in the caller's records, so a crash loses work, never data.
+The pipeline keeps every thread busy: it fetches more work before they run dry (once a
+fetch comes back short, not again before the next store: writes held back by the queue's
+length add more only then) and stores finished vectors in short batches meanwhile. It
+holds at most `in_flight` texts and their vectors, so memory stays bounded however long
+the queue; what it has not stored is still queued in the caller's records, so a crash
+loses work, never data.
 """
 
 from __future__ import annotations
@@ -66,14 +68,17 @@ class Intake(Generic[T]):
         pending: dict[Future[Vector], list[T]] = {}
         finished: list[tuple[list[T], Vector]] = []
         fetched = done = 0
+        short = False  # the last fetch found fewer than asked: wait for a flush before the next
         try:
             while True:
                 held = [i for group in pending.values() for i in group]  # embedding, or
                 held += [i for group, _ in finished for i in group]  # embedded, not stored yet
                 room = self._in_flight - len(held) if limit is None else limit - fetched
-                if len(held) < self._refill and room > 0:
-                    items = self._fetch(min(room, self._in_flight - len(held)), held)
+                if len(held) < self._refill and room > 0 and not short:
+                    asked = min(room, self._in_flight - len(held))
+                    items = self._fetch(asked, held)
                     fetched += len(items)
+                    short = len(items) < asked
                     for start in range(0, len(items), self._per_call):
                         group = items[start : start + self._per_call]
                         pending[self._pool.submit(self._embed, group)] = group
@@ -84,6 +89,7 @@ class Intake(Generic[T]):
                     finished.append((pending.pop(future), future.result()))
                 if sum(len(items) for items, _ in finished) >= self._batch or not pending:
                     done += self._flush(finished)
+                    short = False  # a writer held back by the queue may have added more since
         finally:
             for future in pending:
                 future.cancel()

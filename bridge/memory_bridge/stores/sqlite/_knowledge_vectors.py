@@ -39,7 +39,7 @@ __all__ = ["TEXT_FORMAT", "KnowledgeVectors", "embedded_text"]
 log = logging.getLogger(__name__)
 
 BATCH = 8  # passages stored per transaction: what a small save queued behind a large one waits for
-IN_FLIGHT = 32  # passages the background pipeline embeds at once at most (their texts and vectors in memory)
+IN_FLIGHT = 8  # passages in the pipeline at most: a small save waits behind no more (a long text: ~60 ms)
 SEARCH_CATCH_UP = 64  # queued passages a search embeds itself before it answers
 BACKLOG = 16  # queued passages a write may leave behind (it waits for the rest)
 BACKLOG_WAIT = 30.0  # seconds a write waits at most for the queue to shrink
