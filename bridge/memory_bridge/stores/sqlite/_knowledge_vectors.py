@@ -134,18 +134,14 @@ class KnowledgeVectors:
 
     def _backlog(self, last: int, others: list[tuple[int, int]], *, since: int = 0) -> int:
         """Passages with rowids `since`..`last` still without a vector, but those in `others`."""
-        outside = "".join(" AND rowid NOT BETWEEN ? AND ?" for _ in others)
-        params = (since, last, *(bound for span in others for bound in span))
-        return int(
-            self._db.run(
-                "queued_vectors",
-                lambda conn, now: conn.execute(
-                    f"SELECT count(*) FROM passages WHERE model IS NULL AND rowid BETWEEN ? AND ?{outside}",
-                    params,
-                ).fetchone()[0],
-                False,
-            )
-        )
+        return int(self._db.run("queued_vectors", lambda conn, now: _count(conn, last, others, since), False))
+
+    def backlog_small(self, conn: sqlite3.Connection, first: int, last: int) -> bool:
+        """Inside a write's transaction: would `wait_backlog` for its passages (rowids
+        first..last) return at once? Then the write skips the thread hop to it."""
+        with self._progress:
+            others = [span for span in self._large if span != (first, last)]
+        return _count(conn, last, others, 0) <= BACKLOG
 
     def wait_backlog(self, first: int, last: int) -> None:
         """Block until at most BACKLOG passages queued up to a write's own (rowids
@@ -361,6 +357,16 @@ class KnowledgeVectors:
             self._row_masks.clear()
         self._row_masks[key] = (stamp, mask)
         return mask
+
+
+def _count(conn: sqlite3.Connection, last: int, others: list[tuple[int, int]], since: int) -> int:
+    outside = "".join(" AND rowid NOT BETWEEN ? AND ?" for _ in others)
+    params = (since, last, *(bound for span in others for bound in span))
+    return int(
+        conn.execute(
+            f"SELECT count(*) FROM passages WHERE model IS NULL AND rowid BETWEEN ? AND ?{outside}", params
+        ).fetchone()[0]
+    )
 
 
 def bump_generation(conn: sqlite3.Connection) -> int:
