@@ -1,4 +1,4 @@
-"""Rich progress bars for long work, one bar per phase, silent under --json."""
+"""Rich progress bars for long work, one bar per phase with its count and rate, silent under --json."""
 
 from __future__ import annotations
 
@@ -6,11 +6,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
 
 from ._output import err_console
 
 __all__ = ["ProgressCallback", "progress_bars"]
+
+
+class _Rate(ProgressColumn):
+    """Items per second over the last half minute (blank until there are two samples)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.speed
+        return Text("" if speed is None else f"{speed:,.1f}/s", style="progress.data.speed")
 
 
 class ProgressCallback(Protocol):
@@ -25,6 +43,7 @@ def progress_bars(*, enabled: bool) -> Iterator[ProgressCallback]:
         TextColumn("{task.description:>12}"),
         BarColumn(),
         MofNCompleteColumn(),
+        _Rate(),
         TimeElapsedColumn(),
         console=err_console,
         disable=not enabled,

@@ -65,11 +65,16 @@ class TokenEmbedder(Protocol):
 
 class LazyEmbedder:
     """Builds the real embedder on first use (so a stdio bridge starts fast) and
-    remembers why it could not (`EmbedderUnavailable`), so search can say it is degraded."""
+    remembers why it could not (`EmbedderUnavailable`), so search can say it is degraded.
+    `threads`: calls of one text each that it runs at once at full speed (the bundled
+    model: one per core); an embedder that takes whole batches (an endpoint) keeps 1."""
 
-    def __init__(self, name: str, dimension: int, factory: Callable[[], Embedder]) -> None:
+    def __init__(
+        self, name: str, dimension: int, factory: Callable[[], Embedder], *, threads: int = 1
+    ) -> None:
         self.name = name
         self.dimension = dimension
+        self.threads = threads
         self._factory = factory
         self._lock = threading.Lock()
         self._embedder: Embedder | None = None

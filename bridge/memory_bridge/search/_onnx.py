@@ -159,4 +159,6 @@ def load_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> OnnxEmbe
 def lazy_minilm(threads: int = 1, *, int8_cache: Path | None = None) -> LazyEmbedder:
     """The bundled model, loaded on first use, under the name its vectors are recorded with."""
     name = MINILM_FLOAT_NAME if int8_cache is None else MINILM_NAME
-    return LazyEmbedder(name, MINILM_DIMENSION, lambda: load_minilm(threads, int8_cache=int8_cache))
+    return LazyEmbedder(
+        name, MINILM_DIMENSION, lambda: load_minilm(threads, int8_cache=int8_cache), threads=threads
+    )

@@ -60,6 +60,8 @@ _DOC_COLUMNS = (
 )
 _SCALAR_FILTERS = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 _Queued = tuple[int, int]  # the first and last passage rowid a write left without a vector
+_INLINE_CHARS = 4096  # a text this short is chunked on the event loop (a thread hop costs more)
+REEMBED_STEP = 256  # passages per `reembed_batch` call by default: a progress bar's step
 
 
 def _prepare(text: str, metadata: DocMetadata) -> tuple[list[str], str]:
@@ -223,10 +225,13 @@ class SqliteKnowledgeStore:
         self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
     ) -> UpsertOutcome:
         await self._ensure_default_slots()
-        passages, digest = await anyio.to_thread.run_sync(_prepare, text, metadata)
+        if len(text) <= _INLINE_CHARS:
+            passages, digest = _prepare(text, metadata)
+        else:
+            passages, digest = await anyio.to_thread.run_sync(_prepare, text, metadata)
         model = self._vectors.tag if self._vectors is not None else None
 
-        def run(conn: sqlite3.Connection, now: float) -> tuple[UpsertOutcome, _Queued | None]:
+        def run(conn: sqlite3.Connection, now: float) -> tuple[UpsertOutcome, tuple[_Queued | None, bool]]:
             slot_id = self._slot_id(conn, slot)
             existing = conn.execute(
                 "SELECT rowid, id, sha256, enabled, marks, created_at, last_recalled_at, recall_count"
@@ -242,7 +247,7 @@ class SqliteKnowledgeStore:
             if existing is not None and existing[2] == digest:
                 if before is not None:  # the journal lacks what the store holds
                     self._tell(conn, now, before, None, None)
-                return UpsertOutcome(existing[1], created=False, changed=False), None
+                return UpsertOutcome(existing[1], created=False, changed=False), (None, False)
             values = (text, digest, now, origin, *(getattr(metadata, f) for f in _SCALAR_FILTERS))
             previous: dict[str, bytes] = {}
             if existing is None:
@@ -289,11 +294,13 @@ class SqliteKnowledgeStore:
                     queued.append(passage)
             generation = bump_generation(conn)
             waiting: _Queued | None = None
+            held_back = False
             if self._vectors is not None:
                 self._vectors.written(generation, rowid, kept)
                 if queued:
                     waiting = (queued[0], queued[-1])
                     self._vectors.note_write(*waiting, len(queued))
+                    held_back = not self._vectors.backlog_small(conn, *waiting)
             if existing is None:
                 self._tell(conn, now, None, rowid, "created", bytes.fromhex(digest))
             elif self.journal is not None:
@@ -319,12 +326,13 @@ class SqliteKnowledgeStore:
                 created=existing is None,
                 changed=True,
                 indexing_status="indexing" if waiting else "completed",
-            ), waiting
+            ), (waiting, held_back)
 
-        outcome, waiting = await self._db.write("upsert", run)
+        outcome, (waiting, held_back) = await self._db.write("upsert", run)
         if self._vectors is not None and waiting is not None:
             self._vectors.kick()
-            await anyio.to_thread.run_sync(self._vectors.wait_backlog, *waiting)
+            if held_back:
+                await anyio.to_thread.run_sync(self._vectors.wait_backlog, *waiting)
         return outcome
 
     @staticmethod
@@ -770,19 +778,15 @@ class SqliteKnowledgeStore:
 
     async def upkeep(self) -> int:
         """Embed every passage still waiting for a vector (new, or left by another model)."""
-        if self._vectors is None:
-            return 0
-        done = 0
-        while batch := await self.reembed_batch():
-            done += batch
-        return done
+        return await self.reembed_batch(None)
 
-    async def reembed_batch(self, batch: int = EMBED_BATCH) -> int:
-        """Embed up to `batch` passages still waiting for a vector; return how many."""
+    async def reembed_batch(self, batch: int | None = REEMBED_STEP) -> int:
+        """Embed up to `batch` passages (None: all) still waiting for a vector, at the
+        background's low priority; return how many."""
         if self._vectors is None:
             return 0
         try:
-            return await anyio.to_thread.run_sync(self._vectors.embed_queued, batch)
+            return await anyio.to_thread.run_sync(self._vectors.drain, batch)
         except EmbedderUnavailable:  # the model cannot load: keyword search keeps working
             return 0
 

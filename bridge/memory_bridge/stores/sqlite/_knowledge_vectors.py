@@ -2,7 +2,9 @@
 
 A write commits without the model. A passage is stored without a vector (`model` NULL)
 unless its document kept the same text under the same model, and a background thread
-embeds the queue in batches, each written in its own short transaction. A write returns
+embeds the queue through the intake pipeline (search/_intake.py: every core busy at the
+lowest CPU priority, vectors stored in batches, each in its own short transaction; what is
+not stored yet is still queued, so after a crash the next start embeds it). A write returns
 once at most `BACKLOG` passages queued up to its own still wait (backpressure, so a burst
 of saves goes at the model's pace and never leaves a long queue behind), not counting the
 passages of other large writes (more than `BACKLOG` passages), which wait for their own;
@@ -19,10 +21,12 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._errors import EmbedderUnavailable, StoreError
 from ...search._embed import Embedder, LazyEmbedder
+from ...search._intake import Intake
 from ._db import Database
 
 if TYPE_CHECKING:
@@ -34,11 +38,13 @@ __all__ = ["TEXT_FORMAT", "KnowledgeVectors", "embedded_text"]
 
 log = logging.getLogger(__name__)
 
-BATCH = 8  # passages per model call in the background: what a small save queued behind a large one waits for
+BATCH = 8  # passages stored per transaction: what a small save queued behind a large one waits for
+IN_FLIGHT = 8  # passages in the pipeline at most: a small save waits behind no more (a long text: ~60 ms)
 SEARCH_CATCH_UP = 64  # queued passages a search embeds itself before it answers
 BACKLOG = 16  # queued passages a write may leave behind (it waits for the rest)
 BACKLOG_WAIT = 30.0  # seconds a write waits at most for the queue to shrink
 _MASK_CACHE = 32
+_Row = tuple[int, int, int, str, str]  # a queued passage: rowid, document, position, content, document name
 
 
 TEXT_FORMAT = "passage"  # recorded with every vector: a different format means re-embedding
@@ -60,7 +66,17 @@ class KnowledgeVectors:
         self._index: VectorIndex | None = None  # built on first search (numpy loads then)
         self._index_lock = threading.Lock()
         self._row_masks: dict[tuple[str, tuple[Any, ...]], tuple[tuple[int, int], Any]] = {}
-        self._embedding = threading.Lock()  # one batch at a time: worker or search
+        self._embedding = threading.Lock()  # one batch at a time among searches and embed_queued
+        self._draining = threading.Lock()  # one pipeline run at a time: worker or upkeep
+        self._intake = Intake(
+            embedder,
+            self._fetch,
+            lambda row: embedded_text(row[4], row[2], row[3]),
+            self._save,
+            threads=embedder.threads if isinstance(embedder, LazyEmbedder) else 1,
+            batch=BATCH,
+            in_flight=IN_FLIGHT,
+        )
         self._progress = threading.Condition()  # notified when a batch is stored or embedding stops
         self._batches = 0  # batches stored so far: a waiting write looks again when it grows
         self._stops = 0  # times the worker stopped (queue empty, or an error): waiting writes return
@@ -88,8 +104,7 @@ class KnowledgeVectors:
                 self._wake.wait()
                 self._wake.clear()
                 try:
-                    while not self._closed and self.embed_queued(BATCH):
-                        pass
+                    self.drain()
                 except EmbedderUnavailable:  # no model: search says so, keywords keep working
                     return
                 except StoreError as exc:  # the next write or search tries again
@@ -119,18 +134,14 @@ class KnowledgeVectors:
 
     def _backlog(self, last: int, others: list[tuple[int, int]], *, since: int = 0) -> int:
         """Passages with rowids `since`..`last` still without a vector, but those in `others`."""
-        outside = "".join(" AND rowid NOT BETWEEN ? AND ?" for _ in others)
-        params = (since, last, *(bound for span in others for bound in span))
-        return int(
-            self._db.run(
-                "queued_vectors",
-                lambda conn, now: conn.execute(
-                    f"SELECT count(*) FROM passages WHERE model IS NULL AND rowid BETWEEN ? AND ?{outside}",
-                    params,
-                ).fetchone()[0],
-                False,
-            )
-        )
+        return int(self._db.run("queued_vectors", lambda conn, now: _count(conn, last, others, since), False))
+
+    def backlog_small(self, conn: sqlite3.Connection, first: int, last: int) -> bool:
+        """Inside a write's transaction: would `wait_backlog` for its passages (rowids
+        first..last) return at once? Then the write skips the thread hop to it."""
+        with self._progress:
+            others = [span for span in self._large if span != (first, last)]
+        return _count(conn, last, others, 0) <= BACKLOG
 
     def wait_backlog(self, first: int, last: int) -> None:
         """Block until at most BACKLOG passages queued up to a write's own (rowids
@@ -155,13 +166,15 @@ class KnowledgeVectors:
                     self._progress.wait(min(left, 1.0))
 
     def close(self) -> None:
-        """Stop the background thread (after the batch in flight)."""
+        """Stop the background thread (after the passages in flight)."""
         self._closed = True
         self._wake.set()
         with self._progress:
             self._progress.notify_all()
         if self._worker is not None:
             self._worker.join()
+        with self._draining:  # an upkeep call's run, too
+            self._intake.close()
 
     def _requeue_other_models(self, conn: sqlite3.Connection, now: float) -> int:
         """Vectors of another model are useless to this one: queue their passages again."""
@@ -197,33 +210,57 @@ class KnowledgeVectors:
 
         return self._db.run("queued_vectors", run, False)
 
+    def drain(self, limit: int | None = None) -> int:
+        """Embed queued passages (at most `limit`) on the intake pipeline's low-priority
+        threads until none is left; how many. First passages first, as in `embed_queued`.
+
+        Raises EmbedderUnavailable when the model cannot load."""
+        self._requeue_once()
+        with self._draining:
+            return self._intake.run(limit)
+
+    def _fetch(self, limit: int, busy: Sequence[_Row]) -> list[_Row]:
+        """The pipeline's next queued passages, but those it is embedding (none once closed)."""
+        if self._closed:
+            return []
+        return self._queued_rows(
+            limit, f"p.rowid NOT IN ({', '.join('?' * len(busy))})" if busy else "", tuple(r[0] for r in busy)
+        )
+
+    def _save(self, rows: list[_Row], vectors: np.ndarray) -> None:
+        self._db.run("embed_queued", lambda conn, now: self._store(conn, rows, vectors), True)
+
+    def _queued_rows(self, limit: int, where: str, params: tuple[Any, ...]) -> list[_Row]:
+        """Up to `limit` passages without a vector (of the documents `where` allows), first
+        passages first: a small document queued behind a large one is not kept waiting."""
+        filtered = f" AND {where}" if where else ""
+        rows: list[_Row] = self._db.run(
+            "embed_queued",
+            lambda conn, now: conn.execute(
+                "SELECT p.rowid, p.document, p.position, p.content, d.name FROM passages AS p"
+                f" CROSS JOIN documents AS d ON d.rowid = p.document WHERE p.model IS NULL{filtered}"
+                " ORDER BY p.position, p.rowid LIMIT ?",
+                (*params, limit),
+            ).fetchall(),
+            False,
+        )
+        return rows
+
     def embed_queued(self, limit: int, where: str = "", params: tuple[Any, ...] = ()) -> int:
-        """Embed up to `limit` queued passages (of the documents `where` allows); how many.
-        First passages first: a small document queued behind a large one is not kept waiting.
+        """Embed up to `limit` queued passages (of the documents `where` allows) on the
+        caller's behalf, at its priority (a search waits for them); how many.
 
         Raises EmbedderUnavailable when the model cannot load."""
         self._requeue_once()
         with self._embedding:
-            filtered = f" AND {where}" if where else ""
-            rows: list[tuple[int, int, int, str, str]] = self._db.run(
-                "embed_queued",
-                lambda conn, now: conn.execute(
-                    "SELECT p.rowid, p.document, p.position, p.content, d.name FROM passages AS p"
-                    f" CROSS JOIN documents AS d ON d.rowid = p.document WHERE p.model IS NULL{filtered}"
-                    " ORDER BY p.position, p.rowid LIMIT ?",
-                    (*params, limit),
-                ).fetchall(),
-                False,
-            )
+            rows = self._queued_rows(limit, where, params)
             if not rows:
                 return 0
             vectors = self.embedder.embed_documents([embedded_text(r[4], r[2], r[3]) for r in rows])
-            self._db.run("embed_queued", lambda conn, now: self._store(conn, rows, vectors), True)
+            self._save(rows, vectors)
             return len(rows)
 
-    def _store(
-        self, conn: sqlite3.Connection, rows: list[tuple[int, int, int, str, str]], vectors: np.ndarray
-    ) -> None:
+    def _store(self, conn: sqlite3.Connection, rows: list[_Row], vectors: np.ndarray) -> None:
         """Save the vectors of passages that did not change meanwhile."""
         stored: list[tuple[int, int, np.ndarray]] = []
         for (passage, document, _, content, name), vector in zip(rows, vectors, strict=True):
@@ -320,6 +357,16 @@ class KnowledgeVectors:
             self._row_masks.clear()
         self._row_masks[key] = (stamp, mask)
         return mask
+
+
+def _count(conn: sqlite3.Connection, last: int, others: list[tuple[int, int]], since: int) -> int:
+    outside = "".join(" AND rowid NOT BETWEEN ? AND ?" for _ in others)
+    params = (since, last, *(bound for span in others for bound in span))
+    return int(
+        conn.execute(
+            f"SELECT count(*) FROM passages WHERE model IS NULL AND rowid BETWEEN ? AND ?{outside}", params
+        ).fetchone()[0]
+    )
 
 
 def bump_generation(conn: sqlite3.Connection) -> int:

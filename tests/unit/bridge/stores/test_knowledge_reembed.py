@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -212,5 +213,103 @@ async def test_the_model_sees_the_passage_without_the_document_name(
         )
         await store.upkeep()
         assert recording.texts == ["Renew the bearer credential."]
+    finally:
+        await store.close()
+
+
+def stored_vectors(store: SqliteKnowledgeStore) -> dict[str, list[npt.NDArray[np.float32]]]:
+    """Every passage's vector by its text (a list: one per passage row, none when queued)."""
+    rows = store.database.run(
+        "test",
+        lambda conn, now: conn.execute("SELECT content, vector FROM passages ORDER BY rowid").fetchall(),
+        False,
+    )
+    found: dict[str, list[npt.NDArray[np.float32]]] = {}
+    for content, blob in rows:
+        found.setdefault(content, [])
+        if blob is not None:
+            found[content].append(np.frombuffer(blob, dtype=np.float32))
+    return found
+
+
+def turns(count: int) -> list[str]:
+    return [f"Turn {n}: the user asked about build step {n} and its {n % 7} retries." for n in range(count)]
+
+
+async def write_without_vectors(path: Path, texts: list[str]) -> None:
+    """What a crash before any embedding leaves: passages committed, no vectors."""
+    plain = SqliteKnowledgeStore(path, embedder=None, default_slots=["knowledge"])
+    for n, text in enumerate(texts):
+        await plain.upsert("knowledge", f"turn-{n}.md", text, DocMetadata(), origin="t")
+    await plain.close()
+
+
+async def test_passages_written_in_bulk_get_the_vectors_of_one_by_one_embedding(tmp_path: Path) -> None:
+    model = lazy_minilm(2, int8_cache=MODEL_CACHE)  # two threads: the pipeline's one-text calls
+    texts = turns(60)
+    store = SqliteKnowledgeStore(tmp_path / "k.db", embedder=model, default_slots=["knowledge"])
+    try:
+        for n, text in enumerate(texts):
+            await store.upsert("knowledge", f"turn-{n}.md", text, DocMetadata(), origin="t")
+        await store.upkeep()
+        found = stored_vectors(store)
+        assert sorted(found) == sorted(texts) and all(len(v) == 1 for v in found.values())
+        for text in texts:
+            np.testing.assert_allclose(found[text][0], model.embed_documents([text])[0], atol=1e-6)
+    finally:
+        await store.close()
+
+
+async def test_an_intake_cut_short_resumes_on_the_next_start_without_duplicates(
+    tmp_path: Path, minilm: LazyEmbedder
+) -> None:
+    path, texts = tmp_path / "k.db", turns(300)
+    await write_without_vectors(path, texts)
+    store = SqliteKnowledgeStore(path, embedder=minilm, default_slots=["knowledge"])
+    first = 0
+    async with anyio.create_task_group() as tasks:
+
+        async def intake() -> None:
+            nonlocal first
+            first = await store.upkeep()
+
+        tasks.start_soon(intake)
+        while await store.stale_passages() == len(texts):  # the first vectors are stored
+            await anyio.sleep(0.01)
+        await store.close()  # mid-intake: what is in flight is stored, the rest stays queued
+    assert 0 < first < len(texts)
+
+    store = SqliteKnowledgeStore(path, embedder=minilm, default_slots=["knowledge"])
+    try:
+        assert await store.stale_passages() == len(texts) - first
+        assert await store.upkeep() == len(texts) - first
+        found = stored_vectors(store)
+        assert sorted(found) == sorted(texts) and all(len(v) == 1 for v in found.values())
+    finally:
+        await store.close()
+
+
+async def test_other_calls_are_answered_while_an_intake_runs(tmp_path: Path, minilm: LazyEmbedder) -> None:
+    path, texts = tmp_path / "k.db", turns(400)
+    await write_without_vectors(path, texts)
+    store = SqliteKnowledgeStore(path, embedder=minilm, default_slots=["knowledge"])
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(store.upkeep)
+            while await store.stale_passages() == len(texts):
+                await anyio.sleep(0.01)
+            document = await store.find("knowledge", "turn-7.md")
+            page = await store.search(
+                ["knowledge"],
+                "build step 7",
+                KnowledgeFilter(),
+                top_k=5,
+                score_threshold=None,
+                mode="keyword",
+            )
+            assert await store.stale_passages() > 0, "answered while the intake still runs"
+        assert document is not None and document.text == texts[7]
+        assert "turn-7.md" in [h.document_name for h in page.hits]
+        assert await store.stale_passages() == 0
     finally:
         await store.close()
