@@ -1,5 +1,7 @@
 """The import contracts hold, so `pytest` alone catches a broken one: the bridge's layers,
-nothing outside the bridge importing its private modules, the bridge never importing memctl."""
+nothing outside the bridge or memctl importing their private modules (memctl's public API is
+`memctl.api`), the web view and the collection never importing a click command, the bridge
+never importing memctl."""
 
 from __future__ import annotations
 
@@ -27,27 +29,33 @@ def test_lint_imports_keeps_every_contract() -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def _named_imports(path: Path) -> list[str]:
-    """The modules a plugin imports by name through `import_memctl`, which lint-imports cannot see."""
-    return [
-        node.args[1].value
-        for node in ast.walk(ast.parse(path.read_text(), str(path)))
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "import_memctl"
-        and isinstance(node.args[1], ast.Constant)
-    ]
-
-
-def test_ansible_modules_import_only_public_bridge_modules() -> None:
-    bridge = {
-        f"{path.relative_to(PLUGINS)}: {name}"
+def test_ansible_modules_import_memctl_by_name() -> None:
+    """lint-imports sees only `import` statements: a plugin that loads a module from a string
+    (importlib, __import__) would escape every contract above."""
+    dynamic = {
+        f"{path.relative_to(PLUGINS)}:{node.lineno}"
         for path in PLUGINS.rglob("*.py")
-        for name in _named_imports(path)
-        if name.partition(".")[0] == "memory_bridge"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if (isinstance(node, (ast.Import, ast.ImportFrom)) and "importlib" in ast.unparse(node))
+        or (isinstance(node, ast.Name) and node.id == "__import__")
     }
-    assert bridge, "no plugin imports the bridge by name: has import_memctl changed?"
-    private = {
-        entry for entry in bridge if any(part.startswith("_") for part in entry.split(": ")[1].split("."))
+    assert not dynamic
+
+
+def test_ansible_modules_reach_memctl_only_through_its_api() -> None:
+    """Every plugin that needs memctl imports `memctl.api` (the contract would catch a
+    private module; this catches a plugin that stopped importing memctl at all)."""
+    importers = {
+        path.name
+        for path in PLUGINS.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memctl")
     }
-    assert not private
+    modules = {
+        node.module
+        for path in PLUGINS.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memctl")
+    }
+    assert {"client_config.py", "memory_store.py", "project_settings.py", "project_status.py"} <= importers
+    assert modules <= {"memctl.api", "memctl.api.project", "memctl.api.status"}

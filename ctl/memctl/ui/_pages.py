@@ -34,9 +34,9 @@ from memory_bridge.core import (
 )
 from memory_bridge.stores import Document, EntryFilter
 
+from ..api.status import components
 from ..capture._log import read_events
 from ..capture._paths import CaptureDirs
-from ..commands.status import components
 from ._view import Handler, View
 
 __all__ = ["PAGES", "WRITES"]

@@ -13,7 +13,7 @@ from memctl._inventory import Inventory, Machine, Project
 from memctl._playbook import PlaybookRun
 from memctl._provision import _per_project, failed_projects, limited
 from memctl.cli import cli
-from memctl.commands.status import problems
+from memctl.api.status import problems
 from memory_bridge import ConfigError
 
 

@@ -1,22 +1,21 @@
-"""Shared by memctl's modules: import memctl on the target, or fail saying how to fix it."""
+"""Shared by memctl's modules: fail a task clearly on a host where memctl is not installed.
+
+Each module imports memctl's public API (`memctl.api`) and `memory_bridge` by name, inside
+`try`, and hands an `ImportError` to `memctl_missing`.
+"""
 
 from __future__ import annotations
 
-import importlib
 import sys
-from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 
-def import_memctl(module: Any, name: str) -> ModuleType:
-    """Import `name` from memctl's packages, failing the task clearly when they are missing."""
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        module.fail_json(
-            msg=(
-                f"memctl is not installed for {sys.executable} ({exc}); install memctl on this "
-                "host, or set ansible_python_interpreter to the Python that has it"
-            )
+def memctl_missing(module: Any, exc: ImportError) -> NoReturn:
+    """Fail the task saying memctl is missing for this interpreter, and how to fix that."""
+    module.fail_json(
+        msg=(
+            f"memctl is not installed for {sys.executable} ({exc}); install memctl on this "
+            "host, or set ansible_python_interpreter to the Python that has it"
         )
-        raise  # fail_json exits; this keeps type checkers informed
+    )
+    raise exc  # fail_json exits; this keeps type checkers informed

@@ -37,7 +37,7 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_memctl
+from ansible_collections.memctl.stack.plugins.module_utils.memctl import memctl_missing
 
 
 def _mode(path: Path) -> int:
@@ -69,10 +69,13 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec={"path": {"type": "path", "required": True}}, supports_check_mode=True
     )
-    bridge = import_memctl(module, "memory_bridge")  # the token and its writing are the bridge's own
+    try:
+        from memory_bridge import LinkRefused  # the token and its writing are the bridge's own
+    except ImportError as exc:
+        memctl_missing(module, exc)
     try:
         result = ensure_token(Path(module.params["path"]), module.check_mode)
-    except bridge.LinkRefused as exc:
+    except LinkRefused as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

@@ -81,13 +81,18 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_memctl
+from ansible_collections.memctl.stack.plugins.module_utils.memctl import memctl_missing
 
 
 def run(module: AnsibleModule) -> dict[str, Any]:
     """Plan and apply the client configuration; the module's result."""
-    clients = import_memctl(module, "memctl._clients")
-    bridge = import_memctl(module, "memory_bridge")
+    try:
+        import anyio
+
+        from memctl.api import clients
+        from memory_bridge import ConfigError, LinkRefused
+    except ImportError as exc:
+        memctl_missing(module, exc)
     params = module.params
     codex = Path(params["codex_config"]) if params["codex_config"] else None
     try:
@@ -103,7 +108,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
             changes.append(clients.install_launcher(plan, check=module.check_mode))
         else:
             changes = clients.remove(plan.project, plan, check=module.check_mode, purge=params["purge"])
-    except (bridge.ConfigError, bridge.LinkRefused) as exc:
+    except (ConfigError, LinkRefused) as exc:
         module.fail_json(msg=str(exc))
     for change in changes:
         if change.action == "edited-left-alone":
@@ -118,9 +123,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         "files": [{"path": str(c.path), "action": c.action} for c in changes],
     }
     if params["state"] == "present" and not module.check_mode:
-        proof = import_memctl(module, "memctl._proof")
-        anyio = import_memctl(module, "anyio")
-        proofs = anyio.run(proof.prove, plan.project, plan.server_name, [codex] if codex else [])
+        proofs = anyio.run(clients.prove, plan.project, plan.server_name, [codex] if codex else [])
         result["proof"] = [asdict(p) for p in proofs]
         if broken := [p for p in proofs if not p.ok]:
             problems = "; ".join(f"{', '.join(p.files)} runs {p.command}: {p.error}" for p in broken)

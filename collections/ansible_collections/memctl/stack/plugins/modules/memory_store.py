@@ -64,15 +64,19 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_memctl
+from ansible_collections.memctl.stack.plugins.module_utils.memctl import memctl_missing
 
 
 def run(module: AnsibleModule) -> dict[str, Any]:
     """Migrate and prepare the stores (or, in check mode, say what that would do)."""
-    bridge = import_memctl(module, "memory_bridge")
-    stores = import_memctl(module, "memctl._stores")
-    core = import_memctl(module, "memory_bridge.core")
-    anyio = import_memctl(module, "anyio")
+    try:
+        import anyio
+
+        import memory_bridge as bridge
+        from memctl.api import stores
+        from memory_bridge import core
+    except ImportError as exc:
+        memctl_missing(module, exc)
     workspace = Path(module.params["workspace"])
     if not workspace.is_dir():
         module.fail_json(msg=f"workspace {workspace}: not a directory")
@@ -100,8 +104,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
             "stores": [_state(state, after.get(state.kind)) for state in before],
         }
         if module.params["smoke"]:
-            smoke = import_memctl(module, "memctl._smoke")
-            report = anyio.run(smoke.round_trip, pinned)
+            report = anyio.run(stores.round_trip, pinned)
             result["smoke"] = report
             if report["saved"] == "created":
                 result["changed"] = True

@@ -43,20 +43,23 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_memctl
+from ansible_collections.memctl.stack.plugins.module_utils.memctl import memctl_missing
 
 
 def run(module: AnsibleModule) -> dict[str, Any]:
     """Apply the settings; the module's result."""
-    settings_module = import_memctl(module, "memctl._project_settings")
-    bridge = import_memctl(module, "memory_bridge")
+    try:
+        from memctl.api.project import CONFIG, apply_settings
+        from memory_bridge import ConfigError
+    except ImportError as exc:
+        memctl_missing(module, exc)
     workspace = Path(module.params["workspace"])
     values = {str(k): str(v) for k, v in (module.params["settings"] or {}).items()}
     try:
-        changed, diff = settings_module.apply_settings(workspace, values, check=module.check_mode)
-    except bridge.ConfigError as exc:
-        module.fail_json(msg=f"{workspace / settings_module.CONFIG}: {exc}")
-    result: dict[str, Any] = {"changed": changed, "path": str(workspace / settings_module.CONFIG)}
+        changed, diff = apply_settings(workspace, values, check=module.check_mode)
+    except ConfigError as exc:
+        module.fail_json(msg=f"{workspace / CONFIG}: {exc}")
+    result: dict[str, Any] = {"changed": changed, "path": str(workspace / CONFIG)}
     if module._diff and diff:
         result["diff"] = {"prepared": diff}
     return result

@@ -41,18 +41,21 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.memctl.stack.plugins.module_utils.memctl import import_memctl
+from ansible_collections.memctl.stack.plugins.module_utils.memctl import memctl_missing
 
 
 def report(module: Any, project: dict[str, Any]) -> dict[str, Any]:
     """The project's status on this machine; an error opening it becomes part of the report."""
-    memory_bridge = import_memctl(module, "memory_bridge")
-    inventory = import_memctl(module, "memctl._inventory")
-    status = import_memctl(module, "memctl.commands.status")
-    parsed = inventory.Project.model_validate(project)
     try:
-        result: dict[str, Any] = status.project_status(parsed)
-    except (memory_bridge.ConfigError, memory_bridge.StoreError) as exc:
+        from memctl.api.project import Project
+        from memctl.api.status import project_status
+        from memory_bridge import ConfigError, StoreError
+    except ImportError as exc:
+        memctl_missing(module, exc)
+    parsed = Project.model_validate(project)
+    try:
+        result: dict[str, Any] = project_status(parsed)
+    except (ConfigError, StoreError) as exc:
         return {"slug": parsed.slug, "mode": parsed.mode, "ok": False, "error": str(exc)}
     return result
 
@@ -67,8 +70,10 @@ def main() -> None:
     )
     status = report(module, module.params["project"])
     if module.params["require_healthy"] and not status["ok"]:
-        problems = import_memctl(module, "memctl.commands.status").problems(status) or ["not healthy"]
-        module.fail_json(msg=f"{status['slug']} is not healthy: {'; '.join(problems)}", status=status)
+        from memctl.api.status import problems  # imported above by report()
+
+        found = problems(status) or ["not healthy"]
+        module.fail_json(msg=f"{status['slug']} is not healthy: {'; '.join(found)}", status=status)
     module.exit_json(changed=False, status=status)
 
 
