@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -207,6 +208,33 @@ async def test_writes_during_an_outage_wait_in_the_outbox_and_replay_in_order(
     final = await durable.find("knowledge", "during-0.md")
     assert final is not None and "Final version" in final.text, "replayed in order: the last write wins"
     await durable.close()
+
+
+async def test_upkeep_during_an_outage_keeps_waiting_keywords_for_later(app: Any, tmp_path: Path) -> None:
+    """Seen on real Dify in CI: Dify stopped while an economy save still waited for its
+    indexing, and the background upkeep raised instead of stopping at the outage."""
+    app.state.dify.indexing_delay = 0.3
+    durable = DurableKnowledgeStore(await store_for(app, technique="economy"), Outbox(tmp_path / "o.db"))
+    try:
+        saved = await durable.upsert(
+            "knowledge", "a.md", "Deploys run on Tuesdays.", DocMetadata(), origin="t"
+        )
+        assert saved.indexing_status == "waiting"
+        app.state.dify.outage = 502
+        assert await durable.upkeep() == 0, "still down: nothing keyed, nothing lost"
+        app.state.dify.outage = None
+        keyed = 0
+        with anyio.fail_after(30):
+            while not keyed:
+                await anyio.sleep(0.1)
+                keyed = await durable.upkeep()
+        assert keyed == 1
+        page = await durable.search(
+            ["knowledge"], "tuesdays", KnowledgeFilter(), top_k=5, score_threshold=None
+        )
+        assert [h.document_name for h in page.hits] == ["a.md"]
+    finally:
+        await durable.close()
 
 
 async def test_a_write_dify_rejects_is_retried_a_few_times_then_dead_lettered(

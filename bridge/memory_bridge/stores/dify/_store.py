@@ -35,7 +35,7 @@ from typing import Any, Literal
 import anyio
 import httpx
 
-from ..._errors import InvalidInput, MetadataPending, NotFound, StoreError
+from ..._errors import InvalidInput, MetadataPending, NotFound, StoreError, StoreUnavailable
 from .._clock import format_instant
 from .._knowledge import (
     MARK_FIELDS,
@@ -605,16 +605,21 @@ class DifyKnowledgeStore:
         return sum(slot.document_count for slot in await self.list_slots())
 
     async def upkeep(self) -> int:
-        """Set the keywords of economy documents Dify has finished indexing since."""
+        """Set the keywords of economy documents Dify has finished indexing since; stop at an
+        outage (they stay queued for the next upkeep)."""
         done = 0
         for document_id, (dataset, enabled) in list(self._unkeyed.items()):
-            state = await self._keying(dataset, document_id, enabled=enabled)
-            if state == "wait":
-                continue
-            del self._unkeyed[document_id]
-            if state == "ready":
-                await self._set_keywords(dataset, document_id)  # queues it again if replaced meanwhile
-                done += 1
+            try:
+                state = await self._keying(dataset, document_id, enabled=enabled)
+                if state == "wait":
+                    continue
+                del self._unkeyed[document_id]
+                if state == "ready":
+                    await self._set_keywords(dataset, document_id)  # queues it again if replaced meanwhile
+                    done += 1
+            except StoreUnavailable:
+                self._unkeyed.setdefault(document_id, (dataset, enabled))
+                break
         return done
 
     async def ping(self) -> None:
