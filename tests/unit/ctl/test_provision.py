@@ -12,8 +12,8 @@ from memctl._errors import PlaybookFailed
 from memctl._inventory import Inventory, Machine, Project
 from memctl._playbook import PlaybookRun
 from memctl._provision import _per_project, failed_projects, limited
-from memctl.cli import cli
 from memctl.api.status import problems
+from memctl.cli import cli
 from memory_bridge import ConfigError
 
 
