@@ -31,7 +31,11 @@ FIRST_GROUPS = {
         "tests/stack/test_upgrade.py",
     ),
     "real_dify": ("tests/integration/test_real_dify.py", "tests/integration/test_real_dify_contract.py"),
-    "tiny_image": ("tests/stack/test_containers.py", "tests/stack/test_docker_container.py"),
+    "tiny_image": (
+        "tests/stack/test_containers.py",
+        "tests/stack/test_docker_container.py",
+        "tests/stack/test_docker_probes.py",
+    ),
 }
 
 

@@ -1,4 +1,5 @@
-"""The pure parts of memctl.stack's Docker modules: what a build sees, when it reruns, what runs."""
+"""The pure parts of memctl.stack's Docker modules: what a build sees, when it reruns, what runs,
+what an exec and a probe report, and what they refuse before reaching an engine."""
 
 from __future__ import annotations
 
@@ -8,11 +9,20 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.memctl.stack.plugins.modules.docker_container import SpecError, create_kwargs
+from ansible_collections.memctl.stack.plugins.modules.docker_exec import (
+    exec_result,
+    failure_message,
+    not_running_message,
+)
+from ansible_collections.memctl.stack.plugins.modules.docker_exec import run as exec_run
 from ansible_collections.memctl.stack.plugins.modules.docker_image import (
+    archive_report,
     context_sources,
     included_files,
     inputs_hash,
 )
+from ansible_collections.memctl.stack.plugins.modules.docker_image import run as image_run
+from ansible_collections.memctl.stack.plugins.modules.docker_info import container_facts, split_images
 
 
 @pytest.fixture
@@ -97,3 +107,91 @@ def test_a_published_port_of_another_form_is_refused(published: str) -> None:
     spec |= {"networks": [], "user": None, "restart": "no", "healthcheck": None}
     with pytest.raises(SpecError, match="HOST_IP:HOST_PORT:CONTAINER_PORT"):
         create_kwargs(spec, "c", "abc")
+
+
+class _Module:
+    """What the modules use of an AnsibleModule, for the paths that never reach an engine."""
+
+    def __init__(self, check_mode: bool = False, **params: object) -> None:
+        self.params = params
+        self.check_mode = check_mode
+
+    def fail_json(self, **result: object) -> None:
+        raise _Failed(str(result["msg"]))
+
+
+class _Failed(Exception):
+    pass
+
+
+def test_a_container_is_reported_as_running_stopped_or_absent() -> None:
+    running = {"Id": "c1", "State": {"Running": True, "Status": "running"}}
+    assert container_facts(running) == {"exists": True, "running": True, "status": "running", "id": "c1"}
+    stopped = {"Id": "c2", "State": {"Running": False, "Status": "exited"}}
+    assert container_facts(stopped) == {"exists": True, "running": False, "status": "exited", "id": "c2"}
+    assert container_facts(None) == {"exists": False, "running": False, "status": "absent", "id": ""}
+
+
+def test_images_are_split_into_present_and_missing_in_the_order_given() -> None:
+    images = ["b:1", "a:1", "c:2"]
+    assert split_images(images, {"a:1", "other:9"}) == (["a:1"], ["b:1", "c:2"])
+    assert split_images([], set()) == ([], [])
+
+
+def test_an_exec_result_reads_like_ansible_command_output() -> None:
+    result = exec_result(["valkey-cli", "DBSIZE"], 0, (b"5\n", None))
+    assert result == {
+        "changed": True,
+        "cmd": ["valkey-cli", "DBSIZE"],
+        "rc": 0,
+        "stdout": "5",
+        "stdout_lines": ["5"],
+        "stderr": "",
+    }
+    assert exec_result(["x"], 0, (None, None))["stdout_lines"] == []
+    assert exec_result(["x"], 0, (b"\xff\n", b""))["stdout"] == "\ufffd"
+
+
+def test_a_failed_exec_names_the_program_the_container_and_its_last_lines() -> None:
+    lines = "".join(f"line {n}\n" for n in range(30)).encode()
+    result = exec_result(["valkey-cli", "EVAL", "a long script"], 1, (b"ignored\n", lines))
+    message = failure_message("memctl-valkey", result)
+    assert message.startswith("valkey-cli exited 1 in container memctl-valkey:\nline 10\n")
+    assert message.endswith("line 29") and "a long script" not in message
+    silent = failure_message("c", exec_result(["true"], 2, (None, None)))
+    assert silent == "true exited 2 in container c (it printed nothing)"
+    assert failure_message("c", exec_result(["x"], 1, (b"on stdout\n", None))).endswith(":\non stdout")
+
+
+def test_a_container_that_cannot_run_a_command_says_what_to_do() -> None:
+    assert not_running_message("v", None) == "there is no container v on this machine: create it first"
+    assert not_running_message("v", "exited") == "container v is exited, not running: start it first"
+
+
+def test_check_mode_runs_no_command_and_needs_no_engine() -> None:
+    result = exec_run(_Module(check_mode=True, container="v", argv=["valkey-cli", "FLUSHALL"]))
+    assert result["skipped"] is True and result["changed"] is False
+    assert result["cmd"] == ["valkey-cli", "FLUSHALL"] and "check_mode: false" in result["msg"]
+    with pytest.raises(_Failed, match="argv: give the program"):
+        exec_run(_Module(container="v", argv=[]))
+
+
+def test_an_archive_report_is_changed_only_when_an_image_was_missing() -> None:
+    images = ["debian:bookworm-slim", "valkey/valkey:8.1.4"]
+    assert archive_report(images, [], []) == {
+        "changed": False,
+        "missing": [],
+        "loaded": [],
+        "diff": {"before": {"images": images}, "after": {"images": images}},
+    }
+    loaded = archive_report(images, ["valkey/valkey:8.1.4"], ["valkey/valkey:8.1.4", "debian:bookworm-slim"])
+    assert loaded["changed"] is True and loaded["missing"] == ["valkey/valkey:8.1.4"]
+    assert loaded["loaded"] == ["debian:bookworm-slim", "valkey/valkey:8.1.4"]
+    assert loaded["diff"]["before"] == {"images": ["debian:bookworm-slim"]}
+
+
+def test_an_archive_without_its_image_names_or_a_build_without_its_inputs_is_refused() -> None:
+    with pytest.raises(_Failed, match=r"images: name the images /a\.tar holds"):
+        image_run(_Module(archive="/a.tar", images=[], name=None, context=None, include=None))
+    with pytest.raises(_Failed, match="name, context and include are required to build"):
+        image_run(_Module(archive=None, images=[], name="x:1", context=None, include=None))
