@@ -1,6 +1,6 @@
-"""memctl.stack.docker_info, docker_exec and docker_image's archive loading through the Docker
-SDK, against a real engine and the tiny image (what the valkey, bridge and docker roles use
-instead of the docker CLI)."""
+"""memctl.stack.docker_info, docker_exec, docker_container's restart and docker_image's archive
+loading through the Docker SDK, against a real engine and the tiny image (what the valkey,
+bridge and docker roles and the upgrade playbook use instead of the docker CLI)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import docker
 import pytest
 
+from ansible_collections.memctl.stack.plugins.modules.docker_container import run as container_run
 from ansible_collections.memctl.stack.plugins.modules.docker_exec import run as exec_run
 from ansible_collections.memctl.stack.plugins.modules.docker_image import run as image_run
 from ansible_collections.memctl.stack.plugins.modules.docker_info import run as info_run
@@ -117,3 +118,40 @@ def test_an_archive_is_loaded_only_when_one_of_its_images_is_missing(
     assert image_run(FakeModule(**params))["changed"] is False
     with pytest.raises(ModuleFailed, match=f"the engine still lacks memctl-none-{run_id}:0"):
         image_run(FakeModule(**(params | {"images": [tag, f"memctl-none-{run_id}:0"]})))
+
+
+def test_restarted_restarts_a_container_as_it_is_and_a_missing_one_is_named(
+    tiny_image: str, engine: tuple[Any, str]
+) -> None:
+    client, run_id = engine
+    name = f"memctl-test-probe-{run_id}"
+    client.containers.run(tiny_image, ["/bin/sleep", "300"], name=name, detach=True)
+    started = client.containers.get(name).attrs["State"]["StartedAt"]
+    planned = container_run(FakeModule(check_mode=True, **_restart_params(name)))
+    assert (planned["changed"], planned["action"]) == (True, "restarted")
+    assert client.containers.get(name).attrs["State"]["StartedAt"] == started, "check mode restarts nothing"
+    done = container_run(FakeModule(**_restart_params(name)))
+    after = client.containers.get(name)
+    assert (done["changed"], done["action"], done["container_id"]) == (True, "restarted", after.id)
+    assert after.status == "running" and after.attrs["State"]["StartedAt"] != started
+    with pytest.raises(ModuleFailed, match=f"there is no container {name}-none on this machine to restart"):
+        container_run(FakeModule(**_restart_params(f"{name}-none")))
+
+
+def _restart_params(name: str) -> dict[str, Any]:
+    """docker_container's parameters for a handler's restart (its defaults, as Ansible fills them)."""
+    return {
+        "name": name,
+        "state": "restarted",
+        "image": None,
+        "command": [],
+        "env": {},
+        "mounts": [],
+        "published": [],
+        "networks": [],
+        "user": None,
+        "restart": "unless-stopped",
+        "healthcheck": None,
+        "labels": {},
+        "wait": 0,
+    }

@@ -36,9 +36,10 @@ options:
   state:
     description:
       - C(started) keeps it running; C(absent) stops it (so its server shuts down cleanly) and
-        removes it.
+        removes it; C(restarted) restarts the container as it is (a handler's restart, e.g. after
+        a file it reads at start changed), and needs no I(image).
     type: str
-    choices: [started, absent]
+    choices: [started, absent, restarted]
     default: started
   image:
     description: Image to run (must exist locally; build it with memctl.stack.docker_image).
@@ -262,10 +263,24 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         raise
 
 
+def _restart_now(module: AnsibleModule, container: Any, name: str) -> dict[str, Any]:
+    """Restart an existing container as it is, waiting for it if asked (in check mode: say so)."""
+    if container is None:
+        module.fail_json(msg=f"there is no container {name} on this machine to restart: create it first")
+        return {}
+    if not module.check_mode:
+        container.restart(timeout=_STOP_SECONDS)
+        if module.params["wait"] > 0:
+            wait_ready(module, container, module.params["wait"])
+    return {"changed": True, "name": name, "action": "restarted", "container_id": str(container.id)}
+
+
 def _converge(module: AnsibleModule, client: Any) -> dict[str, Any]:
     params = module.params
     name = params["name"]
     existing = _get(client.containers, name)
+    if params["state"] == "restarted":
+        return _restart_now(module, existing, name)
     labels = ((existing.attrs if existing else {}).get("Config") or {}).get("Labels") or {}
     before = json.loads(labels[SPEC_LABEL]) if SPEC_LABEL in labels else ({"name": name} if existing else {})
     if params["state"] == "absent":
@@ -319,7 +334,7 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "name": {"type": "str", "required": True},
-            "state": {"type": "str", "choices": ["started", "absent"], "default": "started"},
+            "state": {"type": "str", "choices": ["started", "absent", "restarted"], "default": "started"},
             "image": {"type": "str"},
             "command": {"type": "list", "elements": "str", "default": []},
             "env": {"type": "dict", "default": {}},
