@@ -409,3 +409,28 @@ async def test_recall_stamps_skip_a_dataset_without_the_fields(app: Any) -> None
     assert doc is not None and (doc.recall_count, doc.last_recalled_at) == (0, None)
     assert "recall_count" not in await fresh.client.metadata_fields(dataset["id"])
     await fresh.close()
+
+
+async def test_an_update_overtaken_by_another_writer_waits_and_is_sent_again(
+    store: DifyKnowledgeStore, app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen on real Dify in CI under load: two upserts of one name both waited for the
+    document to be available, one re-indexed it first, and Dify refused the other's update
+    ("Document is not available"); the write failed instead of waiting again."""
+    await store.upsert("knowledge", "a.md", "first", DocMetadata(), origin="t")
+    app.state.dify.indexing_delay = 0.3
+    send = store.client.update_by_text
+    overtaken = []
+
+    async def overtaken_once(dataset_id: str, document_id: str, name: str, text: str) -> dict[str, Any]:
+        if not overtaken:  # the other writer's update lands between our wait and our request
+            overtaken.append(await send(dataset_id, document_id, name, "the other writer's"))
+        return await send(dataset_id, document_id, name, text)
+
+    monkeypatch.setattr(store.client, "update_by_text", overtaken_once)
+    saved = await store.upsert("knowledge", "a.md", "second", DocMetadata(), origin="t")
+    assert overtaken and saved.changed and not saved.created
+    with anyio.fail_after(10):  # Dify serves the last indexed text until the new one is
+        while not (document := await store.get("knowledge", saved.document_id)) or not document.settled:
+            await anyio.sleep(0.1)
+    assert document.text == "second"

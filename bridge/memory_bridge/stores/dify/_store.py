@@ -60,6 +60,7 @@ _RECALL_FIELDS = ("last_recalled_at", "recall_count")
 _OWN_FIELDS = (*METADATA_FIELDS, "memctl_origin", "memctl_sha", *_RECALL_FIELDS, *MARK_FIELDS)
 _SCALAR = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 _WAIT_SECONDS = 30.0
+_NOT_AVAILABLE = "Document is not available"  # Dify refuses to update a document it is (re-)indexing
 _STATUS_PATIENCE = 3.0  # a status change refused while Dify re-indexes, retried this long
 _SUBSTRING_CANDIDATES = 200
 _CANDIDATES = 50
@@ -286,6 +287,21 @@ class DifyKnowledgeStore:
                 return
             await anyio.sleep(0.2)
 
+    async def _update_when_available(
+        self, dataset: _Dataset, document_id: str, name: str, text: str
+    ) -> dict[str, Any]:
+        """Replace a document's text once Dify has it available. Another writer may re-index
+        it between our wait and our request (Dify then refuses: "Document is not available"):
+        wait again, until _WAIT_SECONDS have passed."""
+        deadline = time.monotonic() + _WAIT_SECONDS
+        while True:
+            await self._wait_until(dataset, document_id, ("available", "completed"))
+            try:
+                return await self.client.update_by_text(dataset.id, document_id, name, text)
+            except InvalidInput as exc:
+                if _NOT_AVAILABLE not in str(exc) or time.monotonic() > deadline:
+                    raise
+
     async def upsert(
         self, slot: str, name: str, text: str, metadata: DocMetadata, *, origin: str
     ) -> UpsertOutcome:
@@ -301,8 +317,7 @@ class DifyKnowledgeStore:
                     changed=False,
                     indexing_status=str(existing.get("indexing_status") or "completed"),
                 )
-            await self._wait_until(dataset, str(existing["id"]), ("available", "completed"))
-            result = await self.client.update_by_text(dataset.id, str(existing["id"]), name, text)
+            result = await self._update_when_available(dataset, str(existing["id"]), name, text)
         else:
             result = await self.client.create_by_text(dataset.id, name, text, dataset.technique)
         document = result["document"]
