@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from _env import git_commit
-from memctl._inventory import write_local_inventory
+from memctl.provision._inventory import write_local_inventory
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -1,4 +1,11 @@
-"""memctl: the control plane of project memory for AI coding agents."""
+"""memctl: the control plane of project memory for AI coding agents.
+
+One folder per plane, each importing only those below it (docs/architecture.md draws the map):
+`cli.py` and `commands/` (the CLI), `ui/` (the web view), `api/` (the public service API),
+`operations/` (day-2: doctor, status, logs, maintenance) beside `transfer/` (memory as markdown
+files), `capture/` (the hooks' pipeline) beside `provision/` (up, down, upgrade), and at the
+root what every plane shares: `_errors`, `_timefmt`, `_refs`.
+"""
 
 import os as _os
 import sys as _sys

@@ -48,7 +48,7 @@ from memory_bridge import (
 )
 
 if TYPE_CHECKING:
-    from ._playbook import PlaybookRun
+    from .provision._playbook import PlaybookRun
 
 __all__ = [
     "EXIT_CODES",

@@ -75,7 +75,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except MemctlError as error:
-            from ._output import render_error, wants_json
+            from .commands._output import render_error, wants_json
 
             ctx.exit(render_error(error, as_json=wants_json(ctx)))
 

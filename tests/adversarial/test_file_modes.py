@@ -22,8 +22,8 @@ from click.testing import CliRunner
 from mcp import Client
 from mcp.client.stdio import stdio_client
 
-from memctl._modes import loose_modes
 from memctl.cli import cli
+from memctl.operations._modes import loose_modes
 from memory_bridge import EntryWrite, StoreUnavailable, load_settings, open_entry_store
 from tests.bridges import bridge_env, http_bridge, stdio_params
 

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from memctl._markdown import parse_item, read_text
+from memctl.transfer._markdown import parse_item, read_text
 from memory_bridge import EntryWrite, load_settings
 from memory_bridge.core import ItemStores, iter_items
 from memory_bridge.stores import DocMetadata, open_entry_store, open_knowledge_store

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memctl._markdown import parse_item, read_text
+from memctl.transfer._markdown import parse_item, read_text
 from memory_bridge import EntryWrite, load_settings, open_entry_store
 from memory_bridge.stores import DocMetadata, open_knowledge_store
 

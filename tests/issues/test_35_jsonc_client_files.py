@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memctl._clients import Plan, apply, remove
-from memctl._proof import launches
+from memctl.provision._clients import Plan, apply, remove
+from memctl.provision._proof import launches
 from memory_bridge import ConfigError
 
 VSCODE = """{

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from memctl import _maintain
+from memctl.operations import _maintain
 
 from .stores import YEAR
 

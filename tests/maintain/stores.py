@@ -12,7 +12,7 @@ import anyio
 import httpx
 import pytest
 
-from memctl import _maintain
+from memctl.operations import _maintain
 from memory_bridge import Settings
 from memory_bridge.search import lazy_minilm
 from memory_bridge.stores import KnowledgeStore, open_knowledge_store

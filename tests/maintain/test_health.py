@@ -18,8 +18,9 @@ import pytest
 from click.testing import CliRunner, Result
 from mcp import Client
 
-from memctl import _maintain, _output
 from memctl.cli import cli
+from memctl.commands import _output
+from memctl.operations import _maintain
 from memory_bridge import build_server, load_settings, open_state
 from memory_bridge.core import maintain_dir
 

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memctl._errors import EXIT_CODES, MaintenanceLocked
-from memctl._maintain import PASSES
 from memctl.capture._lock import FileLock
 from memctl.cli import cli
+from memctl.operations._maintain import PASSES
 from memory_bridge.core import maintain_dir
 
 from ..capture.fakes import FakeCli, capture_env, install_fake

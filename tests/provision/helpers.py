@@ -11,7 +11,7 @@ from typing import Any
 
 from mcp import StdioServerParameters
 
-from memctl._inventory import write_local_inventory
+from memctl.provision._inventory import write_local_inventory
 
 from ..bridges import MODEL_CACHE, bridge_env
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from memctl._content import content_root
+from memctl.provision._content import content_root
 
 from ..bridges import bridge_env
 from .helpers import PLAIN_PATH, memctl, rendered_server, up_json, write_inventory

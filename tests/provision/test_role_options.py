@@ -1,4 +1,4 @@
-"""The roles' options are declared once (memctl._role_options) and everything else agrees:
+"""The roles' options are declared once (memctl.provision._role_options) and everything else agrees:
 the generated argument specs, every option's default, and the roles' defaults/main.yml."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from memctl._inventory import Project
-from memctl._role_options import ROLES, ClientConfig, RoleOptions
+from memctl.provision._inventory import Project
+from memctl.provision._role_options import ROLES, ClientConfig, RoleOptions
 
 from .. import yamlfiles
 
@@ -57,7 +57,9 @@ def test_every_role_option_declares_its_default_or_is_required(role: str) -> Non
 def test_role_defaults_agree_with_the_declared_defaults(role: type[RoleOptions]) -> None:
     defaults = _yaml(REPO / "roles" / role.ROLE / "defaults" / "main.yml") or {}
     fields = role.model_fields
-    assert set(defaults) <= set(fields), f"undeclared in memctl._role_options: {set(defaults) - set(fields)}"
+    assert set(defaults) <= set(fields), (
+        f"undeclared in memctl.provision._role_options: {set(defaults) - set(fields)}"
+    )
     generate = _script("gen_argument_specs")
     for name, field in fields.items():
         spec = generate.option_spec(field)

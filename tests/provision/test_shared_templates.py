@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memctl._templates import render
+from memctl.provision._templates import render
 
 from .. import yamlfiles
 from .helpers import ansible_playbook

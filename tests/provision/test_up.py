@@ -15,8 +15,8 @@ import testinfra
 from mcp import Client
 
 from memctl._errors import PlaybookFailed
-from memctl._inventory import load_inventory
-from memctl._provision import provision
+from memctl.provision._inventory import load_inventory
+from memctl.provision._provision import provision
 
 from ..bridges import bridge_env, http_bridge
 from .helpers import PLAIN_PATH, memctl, rendered_server, tree, up_json, write_inventory

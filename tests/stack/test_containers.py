@@ -13,7 +13,13 @@ from collections.abc import Iterator
 import docker
 import pytest
 
-from memctl._containers import DIFY_VERSION_LABEL, bridge_container, bridge_name, container_logs, follow_logs
+from memctl.operations._containers import (
+    DIFY_VERSION_LABEL,
+    bridge_container,
+    bridge_name,
+    container_logs,
+    follow_logs,
+)
 
 from .conftest import TINY_IMAGE
 

@@ -1,7 +1,7 @@
 """Wire a project's AI clients (Claude Code, Cursor, VS Code, Codex, ...) to its memory,
 take them back out, and prove each client file starts the server as it says."""
 
-from .._clients import Change, Plan, apply, install_launcher, remove
-from .._proof import Proof, prove
+from ..provision._clients import Change, Plan, apply, install_launcher, remove
+from ..provision._proof import Proof, prove
 
 __all__ = ["Change", "Plan", "Proof", "apply", "install_launcher", "prove", "remove"]

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from memory_bridge import ConfigError, check_workspace
 
-from .._clients import ALL_CLIENTS
-from .._inventory import Project
-from .._provision import slug_for
+from ..provision._clients import ALL_CLIENTS
+from ..provision._inventory import Project
+from ..provision._provision import slug_for
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -13,13 +13,13 @@ from rich.table import Table
 
 from memory_bridge import NotFound
 
-from .._inventory import Inventory, Project, load_inventory
-from .._options import project_option
-from .._output import console, emit_json
-from .._playbook import Event
-from .._provision import changes, container_changes, project_for, provision, summarise
-from .._record import recorded_project
-from .._registry import read_registry, registry_path
+from ..provision._inventory import Inventory, Project, load_inventory
+from ..provision._playbook import Event
+from ..provision._provision import changes, container_changes, project_for, provision, summarise
+from ..provision._record import recorded_project
+from ..provision._registry import read_registry, registry_path
+from ._options import project_option
+from ._output import console, emit_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 

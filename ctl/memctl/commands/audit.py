@@ -15,11 +15,11 @@ from memory_bridge import ConfigError
 from memory_bridge.core import AUDIT_CLASSES, audit_memory, retire
 from memory_bridge.stores import KnowledgeStore, open_knowledge_store
 
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._project import provisioned_settings
 from .._refs import document_ref
-from .._tables import Column, fitted_table
+from ..provision._project import provisioned_settings
+from ._options import project_option
+from ._output import console, emit_json, json_option
+from ._tables import Column, fitted_table
 
 Finding = dict[str, Any]
 

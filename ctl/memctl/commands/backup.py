@@ -11,10 +11,10 @@ from memory_bridge.core import Manifest
 from memory_bridge.core import backup as write_backup
 from memory_bridge.stores import open_stores
 
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._progress import progress_bars
-from .._project import provisioned_settings
+from ..provision._project import provisioned_settings
+from ._options import project_option
+from ._output import console, emit_json, json_option
+from ._progress import progress_bars
 
 
 async def _backup(project: Path | None, output: Path, show_progress: bool) -> Manifest:

@@ -14,13 +14,13 @@ from rich.text import Text
 from memory_bridge import ConfigError
 
 from .._errors import ExitStatus
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._project import provisioned_settings
-from .._tables import Column, fitted_table
 from .._timefmt import iso_time
 from ..capture import _front
 from ..capture._paths import CaptureDirs
+from ..provision._project import provisioned_settings
+from ._options import project_option
+from ._output import console, emit_json, json_option
+from ._tables import Column, fitted_table
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

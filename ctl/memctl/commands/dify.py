@@ -10,7 +10,7 @@ import click
 from memory_bridge import load_settings, read_token_file, write_atomically
 from memory_bridge.stores.dify import onboard
 
-from .._output import console, emit_json, json_option
+from ._output import console, emit_json, json_option
 
 
 @click.group()

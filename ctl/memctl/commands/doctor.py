@@ -9,11 +9,11 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from .._doctor import run_checks
 from .._errors import ExitStatus
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._project import current_project
+from ..operations._doctor import run_checks
+from ..provision._project import current_project
+from ._options import project_option
+from ._output import console, emit_json, json_option
 
 _STYLE = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[red]fail[/]"}
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from .._clients import ALL_CLIENTS
-from .._inventory import Inventory, Project
-from .._output import json_option
-from .._project import current_project
+from ..provision._clients import ALL_CLIENTS
+from ..provision._inventory import Inventory, Project
+from ..provision._project import current_project
+from ._output import json_option
 from ._runs import chosen_inventory, registered_project, run_and_report, target_options
 
 

@@ -18,10 +18,10 @@ from rich.text import Text
 from memory_bridge import ConfigError
 from memory_bridge.core import HistoryTarget, history_of, history_target, rollback_to
 
-from .._lookup import item_stores
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._project import provisioned_settings
+from ..operations._lookup import item_stores
+from ..provision._project import provisioned_settings
+from ._options import project_option
+from ._output import console, emit_json, json_option
 
 
 def _describe(version: dict[str, Any]) -> str:

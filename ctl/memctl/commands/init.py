@@ -12,8 +12,8 @@ from pydantic import SecretStr
 from memory_bridge import Settings, load_settings, private_dir, write_atomically
 from memory_bridge.stores import entry_store_scheme
 
-from .._output import console, emit_json, json_option
-from .._registry import add_project, registry_path
+from ..provision._registry import add_project, registry_path
+from ._output import console, emit_json, json_option
 from ._project_options import build_project, project_options
 
 _SKIPPED = {"project"}

@@ -10,10 +10,10 @@ from rich.markup import escape
 
 from memory_bridge import NotFound
 
-from .._logs import SOURCES, follow, gather
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._project import current_project
+from ..operations._logs import SOURCES, follow, gather
+from ..provision._project import current_project
+from ._options import project_option
+from ._output import console, emit_json, json_option
 from ._runs import registered_project
 
 

@@ -11,13 +11,13 @@ from rich.markup import escape
 from rich.text import Text
 
 from .._errors import ExitStatus
-from .._maintain import INTERVALS, PASSES, Pass, chosen_passes, due, run_maintenance, undo_run
-from .._maintain_report import change_counts, item_changes
-from .._options import Duration, project_option
-from .._output import console, emit_json, json_option
-from .._project import provisioned_settings
-from .._record import recorded_project
 from .._timefmt import iso_time
+from ..operations._maintain import INTERVALS, PASSES, Pass, chosen_passes, due, run_maintenance, undo_run
+from ..operations._maintain_report import change_counts, item_changes
+from ..provision._project import provisioned_settings
+from ..provision._record import recorded_project
+from ._options import Duration, project_option
+from ._output import console, emit_json, json_option
 
 _STYLE = {"ok": "green", "failed": "red", "timeout": "red", "skipped": "yellow", "unavailable": "yellow"}
 

@@ -14,12 +14,12 @@ from rich.text import Text
 from memory_bridge import Conflict, InvalidInput, MemctlError
 
 from .._errors import exit_code
-from .._lookup import item_stores
-from .._markdown_export import export_tree
-from .._markdown_import import STATUSES, import_tree
-from .._options import project_option
-from .._output import console, emit_json, json_option, render_error
-from .._project import provisioned_settings
+from ..operations._lookup import item_stores
+from ..provision._project import provisioned_settings
+from ..transfer._markdown_export import export_tree
+from ..transfer._markdown_import import STATUSES, import_tree
+from ._options import project_option
+from ._output import console, emit_json, json_option, render_error
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 

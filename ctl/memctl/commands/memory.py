@@ -46,14 +46,14 @@ from memory_bridge.core import (
     search_items,
 )
 
-from .._lookup import item_stores
-from .._markdown import parse_item, read_text, relative_path, render_item
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._project import provisioned_settings
 from .._refs import short_ref
-from .._tables import Column, fitted_table
 from .._timefmt import iso_time
+from ..operations._lookup import item_stores
+from ..provision._project import provisioned_settings
+from ..transfer._markdown import parse_item, read_text, relative_path, render_item
+from ._options import project_option
+from ._output import console, emit_json, json_option
+from ._tables import Column, fitted_table
 
 T = TypeVar("T")
 

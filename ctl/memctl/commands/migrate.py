@@ -14,11 +14,11 @@ from memory_bridge import load_settings
 from memory_bridge.core import MigrationStep, migrate, plan_migrations
 
 from .._errors import ExitStatus
-from .._inventory import Inventory
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._progress import progress_bars
-from .._project import current_project
+from ..provision._inventory import Inventory
+from ..provision._project import current_project
+from ._options import project_option
+from ._output import console, emit_json, json_option
+from ._progress import progress_bars
 from ._runs import chosen_inventory, run_and_report
 
 

@@ -12,9 +12,9 @@ from memory_bridge import load_settings, open_entry_store
 from memory_bridge.core import TransferReport, copy_entries
 
 from .._errors import ExitStatus
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._project import current_project
+from ..provision._project import current_project
+from ._options import project_option
+from ._output import console, emit_json, json_option
 
 
 async def _migrate(

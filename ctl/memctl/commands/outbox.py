@@ -13,11 +13,11 @@ from memory_bridge import NotFound
 from memory_bridge.stores import dify_outbox_path
 from memory_bridge.stores.dify import Outbox
 
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._project import provisioned_settings
-from .._tables import Column, fitted_table
 from .._timefmt import iso_time
+from ..provision._project import provisioned_settings
+from ._options import project_option
+from ._output import console, emit_json, json_option
+from ._tables import Column, fitted_table
 
 
 @click.group()

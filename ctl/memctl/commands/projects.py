@@ -8,11 +8,11 @@ from typing import Any
 import click
 from rich.text import Text
 
-from .._inventory import Inventory
-from .._output import console, emit_json, json_option
-from .._registry import add_project, read_registry, registry_path, remove_project
-from .._tables import Column, fitted_table
+from ..provision._inventory import Inventory
+from ..provision._registry import add_project, read_registry, registry_path, remove_project
+from ._output import console, emit_json, json_option
 from ._project_options import build_project, project_options
+from ._tables import Column, fitted_table
 
 
 def _records(inventory: Inventory | None) -> list[dict[str, Any]]:

@@ -16,10 +16,10 @@ from memory_bridge.core import restore as run_restore
 from memory_bridge.stores import open_stores
 
 from .._errors import ExitStatus
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._progress import progress_bars
-from .._project import current_project
+from ..provision._project import current_project
+from ._options import project_option
+from ._output import console, emit_json, json_option
+from ._progress import progress_bars
 
 
 async def _restore(

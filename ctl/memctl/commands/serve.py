@@ -9,8 +9,8 @@ import click
 
 from memory_bridge import ConfigError, load_settings, run_bridge
 
-from .._options import project_option
-from .._project import provisioned_settings
+from ..provision._project import provisioned_settings
+from ._options import project_option
 
 BRIDGE_TOKEN = "bridge.token"  # written by the provisioning playbook's bridge role
 

@@ -9,12 +9,12 @@ import click
 from rich.markup import escape
 
 from .._errors import ExitStatus
-from .._options import project_option
-from .._output import console, emit_json, json_option
-from .._project import current_project
-from .._status import inventory_status, project_status
-from .._tables import Column, fitted_table
+from ..operations._status import inventory_status, project_status
+from ..provision._project import current_project
+from ._options import project_option
+from ._output import console, emit_json, json_option
 from ._runs import chosen_inventory, registered_project
+from ._tables import Column, fitted_table
 
 
 def _health(ok: bool, error: str | None = None) -> str:

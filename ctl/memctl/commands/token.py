@@ -8,10 +8,10 @@ import click
 
 from memory_bridge import NotFound, find_project, load_settings, rotate_token
 
-from .._options import Duration, project_option
-from .._output import console, emit_json, json_option
-from .._project import current_project
 from .._timefmt import iso_time
+from ..provision._project import current_project
+from ._options import Duration, project_option
+from ._output import console, emit_json, json_option
 
 DEFAULT_TOKEN_FILE = Path(".memory") / "bridge.token"
 

@@ -11,11 +11,11 @@ import uvicorn
 
 from memory_bridge import ConfigError, Settings, bound_socket, read_token_file
 
-from .._lookup import item_stores
-from .._options import project_option
-from .._output import emit_json, json_option
-from .._project import provisioned_settings
+from ..operations._lookup import item_stores
+from ..provision._project import provisioned_settings
 from ..ui import Auth, create_app
+from ._options import project_option
+from ._output import emit_json, json_option
 
 _HOST = "127.0.0.1"
 

@@ -9,12 +9,12 @@ import click
 from memory_bridge import load_settings
 from memory_bridge.stores import entry_store_scheme
 
-from .._clients import ALL_CLIENTS
-from .._inventory import Inventory, Project
-from .._output import json_option
-from .._project import project_to_provision
-from .._provision import project_for
-from .._record import recorded_project
+from ..provision._clients import ALL_CLIENTS
+from ..provision._inventory import Inventory, Project
+from ..provision._project import project_to_provision
+from ..provision._provision import project_for
+from ..provision._record import recorded_project
+from ._output import json_option
 from ._runs import chosen_inventory, limit_option, run_and_report, target_options
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from .._inventory import Inventory, Project
-from .._output import json_option
-from .._project import current_project
+from ..provision._inventory import Inventory, Project
+from ..provision._project import current_project
+from ._output import json_option
 from ._runs import chosen_inventory, limit_option, registered_project, run_and_report, target_options
 
 

@@ -20,8 +20,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memory_bridge import Conflict, InvalidInput, MemctlError, NotFound, Settings, caused_by
 from memory_bridge.core import ItemStores
 
-from .._lookup import item_stores
-from .._templates import template_dir
+from ..operations._lookup import item_stores
+from ..provision._templates import template_dir
 from ._auth import Auth
 from ._pages import PAGES, WRITES
 from ._params import Values, fields, path_text, validated

@@ -15,8 +15,8 @@ from starlette.responses import HTMLResponse, Response
 from memory_bridge import InvalidInput, Settings
 from memory_bridge.core import ItemStores
 
-from .._templates import template_dir
 from .._timefmt import iso_time
+from ..provision._templates import template_dir
 from ._params import Values
 
 __all__ = ["Handler", "View", "render"]

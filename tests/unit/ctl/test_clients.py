@@ -15,8 +15,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl._clients import MANIFEST, SKILLS, Change, Plan, apply, hook_entries, remove, server_entry
-from memctl._merge import HOOK_SIGNATURE
+from memctl.provision._clients import (
+    MANIFEST,
+    SKILLS,
+    Change,
+    Plan,
+    apply,
+    hook_entries,
+    remove,
+    server_entry,
+)
+from memctl.provision._merge import HOOK_SIGNATURE
 from memory_bridge import ConfigError
 
 PROJECT = Path("/work/app")

@@ -17,7 +17,7 @@ import memctl
 import memory_bridge
 from memctl import _errors, cli
 from memctl._errors import EXIT_CODES, ExitStatus, PlaybookFailed
-from memctl._playbook import PlaybookRun
+from memctl.provision._playbook import PlaybookRun
 from memory_bridge import EmbedderUnavailable, InvalidInput, MemctlError, MetadataPending, StoreUnavailable
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -74,7 +74,7 @@ def test_the_docs_and_the_drawn_tree_show_the_table() -> None:
 
 
 def _command() -> Any:
-    from memctl._output import json_option
+    from memctl.commands._output import json_option
 
     @click.command()
     @click.option("--project", type=click.Path())

@@ -1,11 +1,11 @@
-"""Unit test of `memctl._inventory`'s workspace rule: never `/` or a home directory."""
+"""Unit test of `memctl.provision._inventory`'s workspace rule: never `/` or a home directory."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from memctl._inventory import Project
+from memctl.provision._inventory import Project
 
 
 @pytest.mark.parametrize("workspace", ["/", "//", "~", "~/"])

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl._jsontext import (
+from memctl.provision._jsontext import (
     JSONPath,
     append_item,
     edit_to,

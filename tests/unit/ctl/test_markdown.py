@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memctl._markdown import NewItemFile, parse_file, parse_item, relative_path, render_item
+from memctl.transfer._markdown import NewItemFile, parse_file, parse_item, relative_path, render_item
 from memory_bridge.core import DocumentItem, EntryItem
 from memory_bridge.stores import DocMetadata, Document, Entry
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl._clients import Plan, hook_entries
-from memctl._merge import (
+from memctl.provision._clients import Plan, hook_entries
+from memctl.provision._merge import (
     HOOK_SIGNATURE,
     OWNED_HOOK_SIGNATURES,
     ensure_listed,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from memctl._output import err_console
-from memctl._progress import progress_bars
+from memctl.commands._output import err_console
+from memctl.commands._progress import progress_bars
 
 
 def test_a_bar_shows_its_count_and_rate() -> None:

@@ -9,11 +9,11 @@ from click.testing import CliRunner
 
 from ansible_collections.memctl.stack.plugins.callback.events import _failure
 from memctl._errors import PlaybookFailed
-from memctl._inventory import Inventory, Machine, Project
-from memctl._playbook import PlaybookRun
-from memctl._provision import _per_project, failed_projects, limited
 from memctl.api.status import problems
 from memctl.cli import cli
+from memctl.provision._inventory import Inventory, Machine, Project
+from memctl.provision._playbook import PlaybookRun
+from memctl.provision._provision import _per_project, failed_projects, limited
 from memory_bridge import ConfigError
 
 

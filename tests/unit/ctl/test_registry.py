@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memctl._inventory import Project
-from memctl._registry import add_project, remove_project
+from memctl.provision._inventory import Project
+from memctl.provision._registry import add_project, remove_project
 
 COMMENTED = """\
 # My machines. Keep this comment.

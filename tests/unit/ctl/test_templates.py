@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from jinja2 import UndefinedError
 
-from memctl._clients import SKILLS, Plan, _Owned, _targets
-from memctl._launcher import launcher_text
-from memctl._templates import _environment, render, template_dir
+from memctl.provision._clients import SKILLS, Plan, _Owned, _targets
+from memctl.provision._launcher import launcher_text
+from memctl.provision._templates import _environment, render, template_dir
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from memory_bridge import MemctlError
 
-from ._errors import exit_code
+from .._errors import exit_code
 
 __all__ = ["console", "emit_json", "json_option", "render_error", "wants_json"]
 

@@ -28,9 +28,9 @@ from memory_bridge.core import (
     save_item,
 )
 
+from .._refs import document_ref, entry_ref
 from ._export_manifest import Written, read_manifest, write_manifest, written
 from ._markdown import ItemFile, NewItemFile, parse_file, read_text, render_item
-from ._refs import document_ref, entry_ref
 
 __all__ = ["STATUSES", "import_tree"]
 

@@ -17,18 +17,18 @@ from memory_bridge.core import cron_health
 from memory_bridge.stores import EntryStore, KnowledgeStore, VersionedKnowledgeStore, open_stores
 from memory_bridge.stores.dify import DurableKnowledgeStore
 
+from .._errors import PlaybookFailed
+from .._timefmt import iso_time
+from ..capture._compile import load_state
+from ..capture._outbox import queued
+from ..capture._paths import CaptureDirs
+from ..provision._inventory import Inventory, Project
+from ..provision._project import provisioned_settings
+from ..provision._proof import prove
+from ..provision._provision import failed_projects, limited, provision
+from ..provision._stores import embedded_states
+from ..provision._user_files import files_of
 from ._containers import bridge_container
-from ._errors import PlaybookFailed
-from ._inventory import Inventory, Project
-from ._project import provisioned_settings
-from ._proof import prove
-from ._provision import failed_projects, limited, provision
-from ._stores import embedded_states
-from ._timefmt import iso_time
-from ._user_files import files_of
-from .capture._compile import load_state
-from .capture._outbox import queued
-from .capture._paths import CaptureDirs
 
 __all__ = ["collect", "components", "inventory_status", "maintenance_status", "problems", "project_status"]
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from memory_bridge.core import redact
 
+from ..capture._paths import CaptureDirs
+from ..provision._inventory import Project
+from ..provision._playbook import projects_file, state_dir
 from ._containers import bridge_name, container_logs, follow_logs
-from ._inventory import Project
-from ._playbook import projects_file, state_dir
-from .capture._paths import CaptureDirs
 
 __all__ = ["SOURCES", "follow", "gather"]
 

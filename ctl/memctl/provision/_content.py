@@ -8,8 +8,8 @@ from memory_bridge import ConfigError
 
 __all__ = ["content_root"]
 
-_PACKAGED = Path(__file__).with_name("_ansible")
-_CHECKOUT = Path(__file__).resolve().parents[2]
+_PACKAGED = Path(__file__).parents[1] / "_ansible"
+_CHECKOUT = Path(__file__).resolve().parents[3]
 
 
 def content_root() -> Path:

@@ -16,10 +16,10 @@ from pydantic import BaseModel
 from memory_bridge import Settings
 from memory_bridge.core import MergeVerdict, RefreshVerdict
 
-from ._errors import AnswerInvalid
-from .capture._llm import Provider, ask, make_provider
-from .capture._prompts import MERGE, REFRESH
-from .capture._schema import MergeDecision, RefreshDecision
+from .._errors import AnswerInvalid
+from ..capture._llm import Provider, ask, make_provider
+from ..capture._prompts import MERGE, REFRESH
+from ..capture._schema import MergeDecision, RefreshDecision
 
 __all__ = ["LlmJudge", "make_judge"]
 

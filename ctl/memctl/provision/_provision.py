@@ -11,7 +11,7 @@ from typing import Any
 
 from memory_bridge import ConfigError
 
-from ._errors import PlaybookFailed
+from .._errors import PlaybookFailed
 from ._inventory import Inventory, Machine, Project, load_inventory, one_project_inventory
 from ._playbook import Event, PlaybookRun, run_playbook
 from ._wheel import control_wheel

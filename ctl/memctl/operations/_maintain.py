@@ -51,12 +51,12 @@ from memory_bridge.core import (
 )
 from memory_bridge.stores import KnowledgeStore, make_embedder, open_knowledge_store
 
+from .._errors import MaintenanceLocked
+from .._refs import document_ref, entry_ref
+from ..capture._lock import FileLock, lock_owner
+from ..provision._launcher import installed_command
 from . import _compact
-from ._errors import MaintenanceLocked
-from ._launcher import installed_command
 from ._maintain_llm import LlmJudge, make_judge
-from ._refs import document_ref, entry_ref
-from .capture._lock import FileLock, lock_owner
 
 __all__ = [
     "INTERVALS",

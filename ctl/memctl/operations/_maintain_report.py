@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from ._refs import document_ref, entry_ref
+from .._refs import document_ref, entry_ref
 
 __all__ = ["change_counts", "item_changes"]
 

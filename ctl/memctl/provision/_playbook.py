@@ -19,9 +19,9 @@ from typing import Any
 
 from memory_bridge import ConfigError, open_beneath, private_dir, private_file, write_atomically
 
+from .._errors import PlaybookFailed
 from ._ansible_data import as_data, dump
 from ._content import content_root
-from ._errors import PlaybookFailed
 
 __all__ = ["PlaybookRun", "projects_file", "run_playbook", "state_dir"]
 

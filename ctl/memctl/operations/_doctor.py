@@ -17,15 +17,15 @@ from memory_bridge import MemctlError, StoreError, load_settings
 from memory_bridge.stores import open_stores, unversioned
 from memory_bridge.stores.dify import TESTED_RANGE, DurableKnowledgeStore, is_tested_version
 
-from ._clients import ALL_CLIENTS, Client, Plan, apply
+from ..provision._clients import ALL_CLIENTS, Client, Plan, apply
+from ..provision._content import content_root
+from ..provision._proof import prove
+from ..provision._record import recorded_project
+from ..provision._registry import read_registry, registry_path
+from ..provision._stores import embedded_states
+from ..provision._user_files import files_of
 from ._containers import bridge_container
-from ._content import content_root
 from ._modes import loose_modes
-from ._proof import prove
-from ._record import recorded_project
-from ._registry import read_registry, registry_path
-from ._stores import embedded_states
-from ._user_files import files_of
 
 __all__ = ["Check", "run_checks"]
 
