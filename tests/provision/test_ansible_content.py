@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from ansible_collections.memctl.stack.plugins.callback.events import _diff_text
 from ansible_collections.memctl.stack.plugins.modules.bridge_token import ensure_token
 
+from .. import yamlfiles
 from .helpers import ansible_playbook
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,3 +72,34 @@ def test_events_turn_module_diffs_into_text() -> None:
     )
     changed = _diff_text({"diff": {"before": spec, "after": {**spec, "image": "j"}}})
     assert changed is not None and '-  "image": "i"' in changed and '+  "image": "j"' in changed
+
+
+_RUNS_A_PROGRAM = {
+    f"{prefix}{name}"
+    for prefix in ("", "ansible.builtin.", "ansible.legacy.")
+    for name in ("command", "shell", "raw", "script")
+}
+_DOCKER_CLI = re.compile(r"(?:^|[\s;&|(`])docker(?:\s|$)")
+
+
+def _programs(node: object) -> Iterator[str]:
+    """The command line of every command/shell/raw/script task in a tasks or playbook file."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _programs(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key in _RUNS_A_PROGRAM:
+                args = value if isinstance(value, dict) else {"cmd": value}
+                yield str(args.get("cmd") or args.get("_raw_params") or " ".join(args.get("argv") or []))
+            else:
+                yield from _programs(value)
+
+
+def test_no_role_or_playbook_task_runs_the_docker_cli() -> None:
+    files = [*(REPO / "roles").glob("*/tasks/*.yml"), *(REPO / "roles").glob("*/handlers/*.yml")]
+    files += [*(REPO / "playbooks").rglob("*.yml")]
+    programs = {str(f.relative_to(REPO)): list(_programs(yamlfiles.load(f.read_text()))) for f in files}
+    assert any("dockerd" in line for lines in programs.values() for line in lines), "the scan sees commands"
+    offenders = {f: [line for line in lines if _DOCKER_CLI.search(line)] for f, lines in programs.items()}
+    assert not {f: lines for f, lines in offenders.items() if lines}, "use memctl.stack's Docker modules"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.memctl.stack.plugins.module_utils.compose import events
+from ansible_collections.memctl.stack.plugins.modules.docker_compose import run as compose_run
 from ansible_collections.memctl.stack.plugins.modules.docker_container import SpecError, create_kwargs
 from ansible_collections.memctl.stack.plugins.modules.docker_exec import (
     exec_result,
@@ -195,3 +197,26 @@ def test_an_archive_without_its_image_names_or_a_build_without_its_inputs_is_ref
         image_run(_Module(archive="/a.tar", images=[], name=None, context=None, include=None))
     with pytest.raises(_Failed, match="name, context and include are required to build"):
         image_run(_Module(archive=None, images=[], name="x:1", context=None, include=None))
+
+
+def test_composes_events_name_what_changed_and_skip_what_already_runs() -> None:
+    stderr = (
+        " DRY-RUN MODE -  Container dify-api-1  Recreate\n"
+        " DRY-RUN MODE -  Container dify-api-1  Recreated\n"
+        " DRY-RUN MODE -  Container dify-nginx-1  Running\n"
+        " Network dify_default  Created\n"
+        'WARN[0000] The "X" variable is not set. Defaulting to a blank string.\n'
+    )
+    assert events(stderr) == [
+        "Container dify-api-1 Recreate",
+        "Container dify-api-1 Recreated",
+        "Network dify_default Created",
+    ]
+    assert events(" DRY-RUN MODE -  Container dify-api-1  Running\n") == []
+
+
+def test_a_compose_state_without_a_project_or_with_a_missing_one_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(_Failed, match="state=present needs project_src"):
+        compose_run(_Module(project_src=None, state="present"))
+    with pytest.raises(_Failed, match=f"project_src: {tmp_path / 'none'} is not a directory"):
+        compose_run(_Module(project_src=str(tmp_path / "none"), state=None))

@@ -111,6 +111,17 @@ class ModuleFailed(Exception):
     pass
 
 
+class CLIModule(FakeModule):
+    """A FakeModule that also runs commands, as the modules that drive the Docker CLI need."""
+
+    def get_bin_path(self, name: str) -> str | None:
+        return shutil.which(name)
+
+    def run_command(self, argv: list[str], cwd: str | None = None) -> tuple[int, str, str]:
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+        return done.returncode, done.stdout, done.stderr
+
+
 @pytest.fixture(scope="session")
 def base_image(docker_engine: None) -> str:
     """The debootstrap base, built once (the script skips an existing image)."""

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-from typing import Any
 
 import pytest
 
@@ -13,23 +11,9 @@ from ansible_collections.memctl.stack.plugins.modules.docker_image import run
 
 from .. import yamlfiles
 from ..wheels import build_wheel, install_wheel
-from .conftest import RUN, FakeModule
+from .conftest import RUN, CLIModule
 
 pytestmark = [pytest.mark.docker]
-
-
-class CLIModule(FakeModule):
-    """A FakeModule that also runs commands, as the Docker CLI modules need."""
-
-    def get_bin_path(self, name: str) -> str | None:
-        return shutil.which(name)
-
-    def run_command(self, argv: list[str]) -> tuple[int, str, str]:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
-        return done.returncode, done.stdout, done.stderr
-
-    def fail_json(self, **result: Any) -> None:
-        pytest.fail(result["msg"])
 
 
 def test_an_installed_wheel_builds_the_bridge_image(
