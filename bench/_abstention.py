@@ -43,12 +43,12 @@ __all__ = [
 ]
 
 KINDS = ("answerable", "unanswerable", "nonsense")
-CALIBRATED = "memctl default (calibrated, adaptive fusion, second hop)"
+CALIBRATED = "memctl default (calibrated, adaptive fusion, second hop, second stage)"
 BASELINE = "classical BM25+MiniLM (0.7 x cosine + 0.3 x BM25 / best, raw score)"
 KEYWORD = "keyword only (calibrated, no vectors)"
 _RANKINGS: dict[str, tuple[Ranking, SearchMode]] = {
     CALIBRATED: (Ranking(), "hybrid"),
-    BASELINE: (Ranking(fusion="weighted", second_hop=False, calibrated=False), "hybrid"),
+    BASELINE: (Ranking(fusion="weighted", second_hop=False, rerank=False, calibrated=False), "hybrid"),
     KEYWORD: (Ranking(), "keyword"),
 }
 

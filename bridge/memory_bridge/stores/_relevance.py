@@ -35,7 +35,15 @@ from typing import Literal
 
 from ._query import STOPWORDS, query_terms
 
-__all__ = ["Calibration", "Evidence", "RelevanceModel", "calibration", "coverage"]
+__all__ = [
+    "Calibration",
+    "Evidence",
+    "RelevanceModel",
+    "calibration",
+    "coverage",
+    "coverage_terms",
+    "matched_terms",
+]
 
 RelevanceModel = Literal["hybrid", "keyword", "dify"]
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -107,11 +115,11 @@ class _Matcher:
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5 (name, content, tokenize = '{_TOKENIZER}')")
 
-    def coverage(self, query: str, passages: Sequence[tuple[str, str]]) -> list[float]:
-        terms = [term for term in query_terms(query) if term not in STOPWORDS]
+    def matched(self, terms: Sequence[str], passages: Sequence[tuple[str, str]]) -> list[set[str]]:
+        """For each (document name, passage) the `terms` it contains (whole words, stemmed)."""
+        found: list[set[str]] = [set() for _ in passages]
         if not terms or not passages:
-            return [0.0] * len(passages)
-        counts = [0] * len(passages)
+            return found
         with self._lock:
             conn = self._conn
             conn.execute("BEGIN")
@@ -123,20 +131,38 @@ class _Matcher:
                 )
                 for term in terms:
                     for (row,) in conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (f'"{term}"',)):
-                        counts[row] += 1
+                        found[row].add(term)
             finally:
                 conn.execute("ROLLBACK")
-        return [count / len(terms) for count in counts]
+        return found
 
 
 _MATCHER: _Matcher | None = None
 _MATCHER_LOCK = threading.Lock()
 
 
-def coverage(query: str, passages: Sequence[tuple[str, str]]) -> list[float]:
-    """For each (document name, passage) the share of the query's words it contains."""
+def _matcher() -> _Matcher:
     global _MATCHER
     with _MATCHER_LOCK:
         if _MATCHER is None:
             _MATCHER = _Matcher()
-    return _MATCHER.coverage(query, passages)
+        return _MATCHER
+
+
+def coverage_terms(query: str) -> list[str]:
+    """The query's words that coverage counts: its distinct words, stop words aside."""
+    return [term for term in query_terms(query) if term not in STOPWORDS]
+
+
+def matched_terms(terms: Sequence[str], passages: Sequence[tuple[str, str]]) -> list[set[str]]:
+    """For each (document name, passage) which of `terms` it contains, matched whole and
+    stemmed as the embedded store's keyword index matches them."""
+    return _matcher().matched(terms, passages)
+
+
+def coverage(query: str, passages: Sequence[tuple[str, str]]) -> list[float]:
+    """For each (document name, passage) the share of the query's words it contains."""
+    terms = coverage_terms(query)
+    if not terms:
+        return [0.0] * len(passages)
+    return [len(found) / len(terms) for found in matched_terms(terms, passages)]

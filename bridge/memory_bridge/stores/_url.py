@@ -155,6 +155,7 @@ def _open_embedded_knowledge(settings: Settings, embedder: LazyEmbedder | None) 
         feedback_docs=settings.search_feedback_docs,
         feedback_weight=settings.search_feedback_weight,
         second_hop=settings.search_second_hop,
+        rerank=settings.search_rerank and not settings.embedding_url,  # fitted on the bundled model
     )
     return SqliteKnowledgeStore(
         sqlite_path(settings, settings.knowledge_store, _KNOWLEDGE_DB),

@@ -43,6 +43,7 @@ from ._db import Database
 from ._knowledge_hop import Coverage, Fused, HopPlan, insert_hops, plan_hop, score_hops
 from ._knowledge_ranking import Ranking, fuse
 from ._knowledge_relevance import WINDOW, calibrate
+from ._knowledge_rerank import rerank
 from ._knowledge_schema import migrate_knowledge
 from ._knowledge_terms import TermFrequencies
 from ._knowledge_vectors import BATCH as EMBED_BATCH
@@ -602,6 +603,8 @@ class SqliteKnowledgeStore:
                 dense.update(self._dense(conn, query_vector, where, params, keyword))
             if mode == "hybrid":
                 fused = fuse(self.ranking, keyword, dense)
+                if self.ranking.rerank:
+                    fused = rerank(conn, self._terms, query, fused, keyword, dense)
             else:  # one side alone: its own score (BM25 normalised to the best hit)
                 side = dense if mode == "dense" else keyword
                 best = max((v[0] for v in side.values()), default=0.0) or 1.0

@@ -44,6 +44,7 @@ class Ranking:
     feedback_docs: int = 0  # pseudo-relevance feedback from this many best documents (0: none)
     feedback_weight: float = 0.2  # the second keyword round's share in the score
     second_hop: bool = True  # hybrid search reaches the other turn of a two-part answer (_knowledge_hop)
+    rerank: bool = True  # hybrid search re-orders its head by the fitted second stage (_knowledge_rerank)
     calibrated: bool = True  # scores are calibrated relevance (_knowledge_relevance); False: the fusion's own
 
 
