@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core import _absorb, _audit, _consolidate, _document_history, _runlog
+from .. import maintenance
+from ..core import _absorb, _audit, _document_history
 from ..core import _knowledge as kn
 from ..core._fence import fence
 from ..core._freshness import Freshness
@@ -418,7 +419,7 @@ async def consolidate_memory(
     while a slot has no policy or one other than refine or none."""
     state = state_of(ctx)
     settings = state.settings
-    result = await _consolidate.consolidate_memory(
+    result = await maintenance.consolidate_memory(
         state.knowledge,
         scope=settings.project_scope,
         slots=slots,
@@ -501,7 +502,7 @@ async def cron_health(
     run, the last success and failure, recent runs and open escalations (the same error
     three runs in a row). Reads the job's records; changes nothing."""
     project = state_of(ctx).settings.project
-    report = await anyio.to_thread.run_sync(lambda: _runlog.cron_health(project, limit=limit))
+    report = await anyio.to_thread.run_sync(lambda: maintenance.cron_health(project, limit=limit))
     return CronHealthResult.model_validate(report)
 
 

@@ -491,7 +491,7 @@ class MemoryConfig(ToolResult):
 
 
 class CronHealthResult(ToolResult):
-    """The maintenance job's health (`memory_bridge.core.cron_health`)."""
+    """The maintenance job's health (`memory_bridge.maintenance.cron_health`)."""
 
     ok: bool
     healthy: bool

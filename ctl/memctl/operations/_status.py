@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from memory_bridge import ConfigError, Settings, StoreError
-from memory_bridge.core import cron_health
+from memory_bridge.maintenance import cron_health
 from memory_bridge.stores import EntryStore, KnowledgeStore, VersionedKnowledgeStore, open_stores
 from memory_bridge.stores.dify import DurableKnowledgeStore
 

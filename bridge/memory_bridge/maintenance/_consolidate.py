@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import StoreError
+from ..core._audit import project_documents
+from ..core._freshness import MONTH_DAYS, STALE_TYPES
+from ..core._knowledge import resolve_slot
 from ..stores._knowledge import Document, KnowledgeStore
-from ._audit import project_documents
-from ._freshness import MONTH_DAYS, STALE_TYPES
-from ._knowledge import resolve_slot
 
 __all__ = [
     "DEFAULT_POLICIES",

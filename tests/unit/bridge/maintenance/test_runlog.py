@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from memory_bridge.core import RunRecord, StepRecord, cron_health, error_signature, maintain_dir, record_run
+from memory_bridge.maintenance import (
+    RunRecord,
+    StepRecord,
+    cron_health,
+    error_signature,
+    maintain_dir,
+    record_run,
+)
 
 
 @pytest.mark.parametrize(

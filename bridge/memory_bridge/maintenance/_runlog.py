@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._files import MEMORY_DIR, private_dir, write_atomically
-from ._redact import redact
+from ..core._redact import redact
 
 __all__ = [
     "ESCALATE_AFTER",

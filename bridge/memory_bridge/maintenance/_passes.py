@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import StoreError
+from ..core._audit import project_documents
+from ..core._redact import redact
+from ..core._redact_fields import redact_metadata
 from ..stores._knowledge import MARK_FIELDS, DocMetadata, Document, KnowledgeStore
-from ._audit import project_documents
 from ._consolidate import is_stale, refine_slots, slot_candidates
-from ._redact import redact
-from ._redact_fields import redact_metadata
 
 __all__ = ["ARCHIVE_BODY_MAX", "NO_LLM_PASSES", "PassReport", "run_passes", "undo_changes"]
 
