@@ -22,9 +22,7 @@ from ..core._fields import (
     Tags,
     Title,
 )
-from ..stores._base import EntryWrite
-from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
-from ._results import (
+from ..core._results import (
     DeleteResult,
     EntryPageResult,
     GetResult,
@@ -34,6 +32,8 @@ from ._results import (
     SearchResult,
     SetResult,
 )
+from ..stores._base import EntryWrite
+from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
 from ._state import ToolContext, state_of
 
 __all__ = ["ENTRY_TOOLS", "entry_tools"]

@@ -15,8 +15,7 @@ from ..core import _knowledge as kn
 from ..core._fence import fence
 from ..core._freshness import Freshness
 from ..core._knowledge import AtomType
-from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
-from ._results import (
+from ..core._results import (
     AbsorbResult,
     AuditResult,
     ConsolidateResult,
@@ -35,6 +34,7 @@ from ._results import (
     SlotRef,
     WriteResult,
 )
+from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
 from ._state import ToolContext, state_of
 
 __all__ = ["KNOWLEDGE_TOOLS", "knowledge_tools"]

@@ -1,4 +1,4 @@
-"""The tools' result models: each tool's output schema, and the seeds' result objects.
+"""The tool operations' result models: each tool's output schema, and the seeds' result objects.
 
 A model serialises exactly the keys it was built with, in declaration order: a key a
 result leaves out stays out (not `null`), and a key given as `None` is `null`. So the
