@@ -139,10 +139,10 @@ async def absorb_files(
                 {
                     "file": requested,
                     "ok": True,
-                    "docName": saved["name"],  # as stored: redacted
+                    "docName": saved.name,  # as stored: redacted
                     "size": read.size,
-                    "documentId": saved["documentId"],
-                    "created": saved["created"],
+                    "documentId": saved.documentId,
+                    "created": saved.created,
                 }
             )
     succeeded = sum(1 for r in results if r["ok"])

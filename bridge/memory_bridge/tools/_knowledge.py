@@ -148,7 +148,7 @@ async def search_memory(
     (default: the project's measured threshold) are left out, so an empty result means
     nothing relevant is stored (`hint` says what to try).
     """
-    result = await kn.search_memory(
+    return await kn.search_memory(
         _context(ctx),
         query=query,
         datasets=datasets or datasetIds,
@@ -157,7 +157,6 @@ async def search_memory(
         max_results=maxResults,
         best_effort=bestEffort,
     )
-    return SearchMemoryResult.model_validate(result)
 
 
 @tool("Recall lessons before work", READ_ONLY)
@@ -186,7 +185,7 @@ async def recall_lessons(
         "task_type": task_type,
         "error_pattern": error_pattern,
     }
-    result = await kn.recall_lessons(
+    return await kn.recall_lessons(
         _context(ctx),
         query=query,
         facets={k: v for k, v in facets.items() if v},
@@ -196,7 +195,6 @@ async def recall_lessons(
         max_results=maxResults,
         best_effort=bestEffort,
     )
-    return RecallResult.model_validate(result)
 
 
 @tool("Save a lesson", WRITE)
@@ -214,7 +212,7 @@ async def save_lesson(
     lesson-<scope>-<project_module>-<error_pattern>.md), so repeating a lesson
     refines it instead of piling up copies.
     """
-    result = await kn.save_lesson(
+    return await kn.save_lesson(
         _context(ctx),
         title=title,
         body=body,
@@ -222,7 +220,6 @@ async def save_lesson(
         tags=tags,
         evidence=evidence,
     )
-    return LessonResult.model_validate(result)
 
 
 @tool("Save a document to a slot", WRITE)
@@ -239,10 +236,9 @@ async def save_to_dataset(
     investigations for those. Secrets in the name, the text and the metadata are
     redacted before anything is stored.
     """
-    result = await kn.save_to_dataset(
+    return await kn.save_to_dataset(
         _context(ctx), dataset=dataset, name=name, text=text, metadata=_dump(metadata)
     )
-    return SaveResult.model_validate(result)
 
 
 @tool("Write a document", WRITE)
@@ -259,7 +255,7 @@ async def write_memory(
     With `supersedes`, that document (same slot) is disabled or deleted after the
     write; it is checked first, so a wrong id writes nothing.
     """
-    result = await kn.write_memory(
+    return await kn.write_memory(
         _context(ctx),
         name=name,
         text=text,
@@ -268,7 +264,6 @@ async def write_memory(
         action=supersedesAction,
         require_supersedes=False,
     )
-    return WriteResult.model_validate(result)
 
 
 @tool("Replace a document", WRITE)
@@ -281,7 +276,7 @@ async def update_memory(
     supersedesAction: Literal["disable", "delete"] = "disable",
 ) -> WriteResult:
     """Write a new version of a document and retire the old one (same slot)."""
-    result = await kn.write_memory(
+    return await kn.write_memory(
         _context(ctx),
         name=name,
         text=text,
@@ -290,13 +285,12 @@ async def update_memory(
         action=supersedesAction,
         require_supersedes=True,
     )
-    return WriteResult.model_validate(result)
 
 
 @tool("List knowledge slots", READ_ONLY)
 async def list_datasets(ctx: ToolContext) -> ListDatasetsResult:
     """Every knowledge slot with its id and document count."""
-    return ListDatasetsResult.model_validate(await kn.list_datasets(state_of(ctx).knowledge))
+    return await kn.list_datasets(state_of(ctx).knowledge)
 
 
 @tool("Create a knowledge slot", WRITE)
@@ -306,15 +300,13 @@ async def create_dataset(
     description: Annotated[str | None, Field(max_length=500)] = None,
 ) -> CreateDatasetResult:
     """Create a slot (idempotent: an existing one is returned unchanged)."""
-    result = await kn.create_dataset(state_of(ctx).knowledge, name, description or "")
-    return CreateDatasetResult.model_validate(result)
+    return await kn.create_dataset(state_of(ctx).knowledge, name, description or "")
 
 
 @tool("Delete a document", DESTRUCTIVE)
 async def delete_document(ctx: ToolContext, dataset: Dataset, documentId: DocumentId) -> DocumentStatusResult:
     """Delete a document permanently. Prefer disable_document to retire one reversibly."""
-    result = await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "delete")
-    return DocumentStatusResult.model_validate(result)
+    return await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "delete")
 
 
 @tool("Disable a document", WRITE)
@@ -322,15 +314,13 @@ async def disable_document(
     ctx: ToolContext, dataset: Dataset, documentId: DocumentId
 ) -> DocumentStatusResult:
     """Hide a document from search without deleting it."""
-    result = await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "disable")
-    return DocumentStatusResult.model_validate(result)
+    return await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "disable")
 
 
 @tool("Enable a document", WRITE)
 async def enable_document(ctx: ToolContext, dataset: Dataset, documentId: DocumentId) -> DocumentStatusResult:
     """Make a disabled document searchable again."""
-    result = await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "enable")
-    return DocumentStatusResult.model_validate(result)
+    return await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "enable")
 
 
 VersionNumber = Annotated[int, Field(ge=1, le=2**62)]
