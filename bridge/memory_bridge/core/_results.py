@@ -11,10 +11,11 @@ puts them.
 from __future__ import annotations
 
 import functools
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from ..stores._base import Entry
 from ..stores._knowledge import DocMetadata
 
 __all__ = [
@@ -87,6 +88,24 @@ class EntryModel(ToolResult):
     updated: str
     hits: int
     ttl: str = Field(description='Seconds until expiry, as a string; "" when the entry does not expire.')
+
+    @classmethod
+    def of(cls, entry: Entry, **more: Any) -> Self:
+        """An entry as a result carries it, with a subclass's `more` fields."""
+        return cls(
+            id=entry.id,
+            title=entry.title,
+            body=entry.body,
+            type=entry.type,
+            tags=list(entry.tags),
+            source=entry.source,
+            project=entry.project,
+            created=entry.created,
+            updated=entry.updated,
+            hits=entry.hits,
+            ttl=entry.ttl,
+            **more,
+        )
 
 
 class GetResult(EntryModel):
