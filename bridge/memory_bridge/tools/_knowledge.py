@@ -430,10 +430,7 @@ async def scan_documents(
     """Documentation files in the project that absorb_files could add (symlinks skipped;
     private files, such as git-ignored or secret ones, listed apart under `refused`)."""
     settings = state_of(ctx).settings
-    result = await _absorb.scan_documents(
-        Path(settings.project), include, ignore, allow=settings.absorb_allow
-    )
-    return ScanResult.model_validate(result)
+    return await _absorb.scan_documents(Path(settings.project), include, ignore, allow=settings.absorb_allow)
 
 
 @tool("Absorb workspace files", WRITE)
@@ -451,7 +448,7 @@ async def absorb_files(
     well-known secret files such as .env or keys) are refused per file with the reason;
     secrets in what is absorbed are redacted."""
     settings = state_of(ctx).settings
-    result = await _absorb.absorb_files(
+    return await _absorb.absorb_files(
         _context(ctx),
         Path(settings.project),
         files,
@@ -460,7 +457,6 @@ async def absorb_files(
         max_file_bytes=settings.absorb_max_file_bytes,
         allow=settings.absorb_allow,
     )
-    return AbsorbResult.model_validate(result)
 
 
 @tool("Show memory configuration", READ_ONLY)
