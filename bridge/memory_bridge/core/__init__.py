@@ -16,6 +16,7 @@ _LAZY = {
     "AUDIT_CLASSES": "._audit",
     "audit_memory": "._audit",
     "retire": "._audit",
+    "Finding": "._results",
     "Freshness": "._freshness",
     "HistoryTarget": "._item_history",
     "deleted_entries": "._item_history",
@@ -79,6 +80,7 @@ if _typing.TYPE_CHECKING:
     )
     from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, nothing_found, save_to_dataset, slugify
     from ._redact import redact
+    from ._results import Finding
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
 
@@ -89,6 +91,7 @@ __all__ = [
     "CreateOutcome",
     "DocumentItem",
     "EntryItem",
+    "Finding",
     "Freshness",
     "HistoryTarget",
     "Item",

@@ -387,13 +387,12 @@ async def audit_memory_tool(
     """List documents worth retiring (stale plans, missing metadata, old project lore,
     duplicate lessons), with a suggested action each. Changes nothing."""
     state = state_of(ctx)
-    result = await _audit.audit_memory(
+    return await _audit.audit_memory(
         state.knowledge,
         scope=state.settings.project_scope,
         classes=classes,
         stale_lore_days=staleLoreDays or state.settings.audit_lore_stale_days,
     )
-    return AuditResult.model_validate(result)
 
 
 @tool("Project memory consolidation", READ_ONLY)
