@@ -487,8 +487,7 @@ async def cron_health(
     run, the last success and failure, recent runs and open escalations (the same error
     three runs in a row). Reads the job's records; changes nothing."""
     project = state_of(ctx).settings.project
-    report = await anyio.to_thread.run_sync(lambda: maintenance.cron_health(project, limit=limit))
-    return CronHealthResult.model_validate(report)
+    return await anyio.to_thread.run_sync(lambda: maintenance.cron_health(project, limit=limit))
 
 
 KNOWLEDGE_TOOLS = knowledge_tools.names

@@ -111,14 +111,14 @@ def maintenance_status(project: Path) -> dict[str, Any]:
     """The maintenance job: last success, last failure, open escalations (from its records)."""
     health = cron_health(project, limit=1)
     return {
-        "healthy": health["healthy"],
-        "summary": health["summary"],
-        "last_success_at": iso_time(health["lastSuccessAt"]),
-        "last_failure_at": iso_time(health["lastFailureAt"]),
+        "healthy": health.healthy,
+        "summary": health.summary,
+        "last_success_at": iso_time(health.lastSuccessAt),
+        "last_failure_at": iso_time(health.lastFailureAt),
         "open_escalations": [
             {k: e.get(k) for k in ("signature", "failures", "last_error", "report")}
             | {"opened_at": iso_time(e.get("opened_at"))}
-            for e in health["escalations"]
+            for e in health.escalations
             if e.get("status") == "open"
         ],
     }
