@@ -408,7 +408,7 @@ async def consolidate_memory(
     while a slot has no policy or one other than refine or none."""
     state = state_of(ctx)
     settings = state.settings
-    result = await maintenance.consolidate_memory(
+    return await maintenance.consolidate_memory(
         state.knowledge,
         scope=settings.project_scope,
         slots=slots,
@@ -417,7 +417,6 @@ async def consolidate_memory(
         archive_age_days=settings.consolidate_archive_age_days,
         now=time.time(),
     )
-    return ConsolidateResult.model_validate(result)
 
 
 @tool("Scan workspace documents", READ_ONLY)
