@@ -17,6 +17,7 @@ from ..stores._knowledge import KnowledgeStore
 from ..stores._version_log import DocumentVersion
 from ..stores._versioned import VersionedKnowledgeStore
 from ._knowledge import resolve_slot
+from ._results import DocumentRollbackResult
 
 __all__ = [
     "deleted_documents",
@@ -144,19 +145,19 @@ async def document_history(
 
 async def rollback_document(
     store: KnowledgeStore, slot: str, name: str, version: int, *, expected_version: int | None
-) -> dict[str, Any]:
+) -> DocumentRollbackResult:
     """Bring `version` back as the document's newest version (undeleting it if deleted);
     with `expected_version`, only if nobody changed it since that version was the newest."""
     done = await versioned(store).rollback(slot, name, version, expected=expected_version)
-    return {
-        "ok": True,
-        "slot": slot,
-        "name": name,
-        "documentId": done.version.document_id,
-        "version": done.version.version,
-        "restored_from": done.restored_from,
-        "undeleted": done.undeleted,
-    }
+    return DocumentRollbackResult(
+        ok=True,
+        slot=slot,
+        name=name,
+        documentId=done.version.document_id,
+        version=done.version.version,
+        restored_from=done.restored_from,
+        undeleted=done.undeleted,
+    )
 
 
 async def deleted_documents(store: KnowledgeStore, slot: str | None = None) -> list[dict[str, Any]]:

@@ -375,7 +375,7 @@ async def document_rollback(
         state.knowledge, slot, doc, version, expected_version=expected_version
     )
     state.metrics.write_total.inc()
-    return DocumentRollbackResult.model_validate(result)
+    return result
 
 
 @tool("Audit memory", READ_ONLY, name="audit_memory")
