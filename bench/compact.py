@@ -28,7 +28,7 @@ import anyio
 
 from _env import git_commit
 from _servers import valkey_server
-from memory_bridge.core import compact_entries
+from memory_bridge.maintenance import compact_entries
 from memory_bridge.stores import EntryStore, EntryWrite
 from memory_bridge.stores.sqlite._entries import SqliteEntryStore
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore

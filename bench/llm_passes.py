@@ -5,7 +5,7 @@ paragraph pool) up to `--docs` go into one embedded knowledge store (the bundled
 `--dup` of the documents (10%) get an older near-copy (a light edit: two sentences
 swapped, or a few words added), and `--stale` of the lessons, bug-root-causes,
 feedback-rules and pattern-gotchas (10%) are backdated eight months. Then every pass runs
-in the job's order (memory_bridge.core's run_passes and run_llm_passes, as `memctl
+in the job's order (memory_bridge.maintenance's run_passes and run_llm_passes, as `memctl
 maintain` calls them), timed one by one. The LLM is an oracle judge, so the figures
 measure the passes, not a model: it merges a planted pair (the keeper's text) and keeps
 every other pair it is asked about; it keeps a stale document as current.
@@ -37,7 +37,7 @@ from typing import Any
 import anyio
 
 from _env import git_commit
-from memory_bridge.core import (
+from memory_bridge.maintenance import (
     LLM_PASSES,
     NO_LLM_PASSES,
     MergeVerdict,

@@ -2,6 +2,7 @@
 
 Code outside the bridge (memctl, the Ansible collection, bench/, scripts/) imports only the
 names exported here and by `memory_bridge.core` (operations shared with the CLI),
+`memory_bridge.maintenance` (backup, migrations, compaction, the maintenance passes),
 `memory_bridge.stores` (with `stores.sqlite` and `stores.dify`) and `memory_bridge.search`;
 an import-linter contract in pyproject.toml keeps it so. The errors import eagerly; everything
 else loads on first use, so a command that only needs an error class or one store (a hook, an

@@ -56,7 +56,7 @@ async def _seed(project: Path, atoms: list[dict[str, Any]]) -> dict[str, str]:
             tags=["database"],
             evidence=None,
         )
-        ids["lesson"] = lesson["name"]
+        ids["lesson"] = lesson.name
         for key, atom in (("decision", DECISION), ("gotcha", GOTCHA)):
             saved = await save_to_dataset(
                 ctx,
@@ -65,7 +65,7 @@ async def _seed(project: Path, atoms: list[dict[str, Any]]) -> dict[str, str]:
                 text=f"# {atom['title']}\n\n{atom['body']}\n",
                 metadata={"atom_type": atom["type"], "tags": atom["tags"]},
             )
-            ids[key] = saved["documentId"]
+            ids[key] = saved.documentId
         daily = render_daily(
             [Atom.model_validate(a) for a in atoms],
             event="session-end",

@@ -40,7 +40,7 @@ async def put(store: EntryStore, write: EntryWrite | None = None, **options: Any
     options.setdefault("ttl", None)
     options.setdefault("if_version", None)
     options.setdefault("operation_id", None)
-    return await ops.set_entry(store, write or entry(), max_entries_warn=1000, **options)
+    return (await ops.set_entry(store, write or entry(), max_entries_warn=1000, **options)).model_dump()
 
 
 async def search(store: EntryStore, **filters: Any) -> dict[str, Any]:
@@ -53,14 +53,16 @@ async def search(store: EntryStore, **filters: Any) -> dict[str, Any]:
         "cursor": None,
     }
     args.update(filters)
-    return await ops.search_entries(store, **args)
+    return (await ops.search_entries(store, **args)).model_dump()
 
 
 async def snapshot_of(store: EntryStore, id: str) -> dict[str, Any]:
     """Everything observable about one entry without counting a hit."""
-    listed = await ops.list_entries(store, type=None, project=None, sort="updated", limit=500, cursor=None)
+    listed = (
+        await ops.list_entries(store, type=None, project=None, sort="updated", limit=500, cursor=None)
+    ).model_dump()
     current = [e for e in listed["results"] if e["id"] == id]
-    history = await ops.entry_history(store, id, 100)
+    history = (await ops.entry_history(store, id, 100)).model_dump()
     return {"entry": current, "history": history, "count": await store.count()}
 
 
@@ -83,8 +85,8 @@ async def test_set_creates_then_modifies_with_revisions_from_one(store: EntrySto
 
 async def test_get_returns_the_entry_counts_hits_and_never_moves_the_revision(store: EntryStore) -> None:
     await put(store)
-    first = await ops.get_entry(store, "auth-decision")
-    second = await ops.get_entry(store, "auth-decision")
+    first = (await ops.get_entry(store, "auth-decision")).model_dump()
+    second = (await ops.get_entry(store, "auth-decision")).model_dump()
     assert list(first) == [
         "id",
         "title",
@@ -107,10 +109,10 @@ async def test_get_returns_the_entry_counts_hits_and_never_moves_the_revision(st
 
 async def test_timestamps_are_full_instants_and_created_survives_updates(store: EntryStore) -> None:
     await put(store)
-    before = await ops.get_entry(store, "auth-decision")
+    before = (await ops.get_entry(store, "auth-decision")).model_dump()
     await anyio.sleep(0.01)
     await put(store, entry(body="changed"))
-    after = await ops.get_entry(store, "auth-decision")
+    after = (await ops.get_entry(store, "auth-decision")).model_dump()
     assert "T" in before["created"] and before["created"].endswith("Z")
     assert after["created"] == before["created"]
     assert after["updated"] > before["updated"]
@@ -215,11 +217,11 @@ async def test_operation_ids_are_forgotten_after_their_ttl(make_store: StoreFact
 
 async def test_delete_tombstones_and_the_revision_survives(store: EntryStore) -> None:
     await put(store)
-    deleted = await ops.delete_entry(store, "auth-decision")
+    deleted = (await ops.delete_entry(store, "auth-decision")).model_dump()
     assert deleted == {"ok": True, "id": "auth-decision", "operation": "deleted", "revision": 2}
     with pytest.raises(NotFound):
         await ops.get_entry(store, "auth-decision")
-    history = await ops.entry_history(store, "auth-decision", 10)
+    history = (await ops.entry_history(store, "auth-decision", 10)).model_dump()
     assert history["versions"][0]["operation"] == "deleted"
     assert history["versions"][0]["body"] == entry().body
     stale = await put(store, if_version=0)
@@ -238,7 +240,7 @@ async def test_history_is_newest_first_and_capped(make_store: StoreFactory) -> N
     store = await make_store(max_versions=3)
     for n in range(5):
         await put(store, entry(body=f"version {n}"))
-    history = await ops.entry_history(store, "auth-decision", 10)
+    history = (await ops.entry_history(store, "auth-decision", 10)).model_dump()
     assert history["count"] == 3
     assert [v["index"] for v in history["versions"]] == [0, 1, 2]
     assert [v["body"] for v in history["versions"]] == ["version 4", "version 3", "version 2"]
@@ -258,17 +260,21 @@ async def test_history_is_newest_first_and_capped(make_store: StoreFactory) -> N
 
 
 async def test_history_of_unknown_id_is_empty(store: EntryStore) -> None:
-    assert await ops.entry_history(store, "nobody", 10) == {"id": "nobody", "count": 0, "versions": []}
+    assert (await ops.entry_history(store, "nobody", 10)).model_dump() == {
+        "id": "nobody",
+        "count": 0,
+        "versions": [],
+    }
 
 
 async def test_rollback_restores_a_version_as_a_new_revision(store: EntryStore) -> None:
     await put(store, entry(body="original", tags=("a",)))
     await put(store, entry(body="edited", tags=("b",)))
-    rolled = await ops.rollback_entry(store, "auth-decision", 1)
+    rolled = (await ops.rollback_entry(store, "auth-decision", 1)).model_dump()
     assert rolled["operation"] == "rollback_to_1"
     assert rolled["revision"] == 3
     assert rolled["restored_from"].endswith("Z")
-    current = await ops.get_entry(store, "auth-decision")
+    current = (await ops.get_entry(store, "auth-decision")).model_dump()
     assert (current["body"], current["tags"]) == ("original", ["a"])
     assert (await search(store, tags=["b"]))["count"] == 0, "rollback moves the tag index too"
 
@@ -276,9 +282,9 @@ async def test_rollback_restores_a_version_as_a_new_revision(store: EntryStore) 
 async def test_rollback_resurrects_a_deleted_entry(store: EntryStore) -> None:
     await put(store)
     await ops.delete_entry(store, "auth-decision")
-    rolled = await ops.rollback_entry(store, "auth-decision", 0)
+    rolled = (await ops.rollback_entry(store, "auth-decision", 0)).model_dump()
     assert rolled["revision"] == 3
-    back = await ops.get_entry(store, "auth-decision")
+    back = (await ops.get_entry(store, "auth-decision")).model_dump()
     assert back["body"] == entry().body
     assert back["hits"] == 1
 
@@ -287,7 +293,7 @@ async def test_rollback_to_a_missing_version_is_not_found(store: EntryStore) -> 
     await put(store)
     with pytest.raises(NotFound, match="Version 5 not found for auth-decision"):
         await ops.rollback_entry(store, "auth-decision", 5)
-    assert (await ops.get_entry(store, "auth-decision"))["revision"] == 1
+    assert (await ops.get_entry(store, "auth-decision")).revision == 1
 
 
 # -- TTL --------------------------------------------------------------------------------------
@@ -295,11 +301,11 @@ async def test_rollback_to_a_missing_version_is_not_found(store: EntryStore) -> 
 
 async def test_ttl_expires_entry_history_and_revision_together(store: EntryStore) -> None:
     await put(store, ttl=1)
-    assert (await ops.get_entry(store, "auth-decision"))["ttl"] == "1"
+    assert (await ops.get_entry(store, "auth-decision")).ttl == "1"
     await anyio.sleep(1.2)
     with pytest.raises(NotFound):
         await ops.get_entry(store, "auth-decision")
-    assert (await ops.entry_history(store, "auth-decision", 10))["count"] == 0
+    assert (await ops.entry_history(store, "auth-decision", 10)).count == 0
     assert (await search(store, tags=["auth"]))["total"] == 0
     again = await put(store, if_version=0)
     assert (again["operation"], again["revision"]) == ("created", 1), "an expired id is a clean slate"
@@ -309,7 +315,7 @@ async def test_a_write_without_ttl_makes_an_entry_permanent(store: EntryStore) -
     await put(store, ttl=1)
     await put(store, entry(body="keep me"))
     await anyio.sleep(1.2)
-    assert (await ops.get_entry(store, "auth-decision"))["ttl"] == ""
+    assert (await ops.get_entry(store, "auth-decision")).ttl == ""
 
 
 async def test_sweep_drops_expired_entries_from_every_index(store: EntryStore) -> None:
@@ -392,7 +398,7 @@ async def test_a_rarer_word_weighs_more_over_the_whole_store(store: EntryStore) 
 async def test_search_never_counts_hits_or_moves_revisions(store: EntryStore) -> None:
     await put(store)
     await search(store, query="tokens")
-    current = await ops.get_entry(store, "auth-decision")
+    current = (await ops.get_entry(store, "auth-decision")).model_dump()
     assert (current["hits"], current["revision"]) == (1, 1)
 
 
@@ -417,11 +423,15 @@ async def test_search_and_list_paginate_with_a_total(store: EntryStore) -> None:
         if cursor is None:
             break
     assert sorted(seen) == [f"e{n}" for n in range(7)]
-    listed = await ops.list_entries(store, type=None, project=None, sort="updated", limit=5, cursor=None)
+    listed = (
+        await ops.list_entries(store, type=None, project=None, sort="updated", limit=5, cursor=None)
+    ).model_dump()
     assert (listed["count"], listed["total"]) == (5, 7)
-    rest = await ops.list_entries(
-        store, type=None, project=None, sort="updated", limit=5, cursor=listed["next_cursor"]
-    )
+    rest = (
+        await ops.list_entries(
+            store, type=None, project=None, sort="updated", limit=5, cursor=listed["next_cursor"]
+        )
+    ).model_dump()
     assert (rest["count"], rest["next_cursor"]) == (2, None)
 
 
@@ -438,11 +448,13 @@ async def test_list_filters_by_type_and_project_and_sorts(store: EntryStore) -> 
     await anyio.sleep(0.005)
     await put(store, entry("p2", type="pattern", project="y"))
     await put(store, entry("d1", type="decision", project="x"))
-    by_type = await ops.list_entries(
-        store, type="pattern", project=None, sort="updated", limit=10, cursor=None
-    )
+    by_type = (
+        await ops.list_entries(store, type="pattern", project=None, sort="updated", limit=10, cursor=None)
+    ).model_dump()
     assert [e["id"] for e in by_type["results"]] == ["p2", "p1"]
-    both = await ops.list_entries(store, type="pattern", project="x", sort="hits", limit=10, cursor=None)
+    both = (
+        await ops.list_entries(store, type="pattern", project="x", sort="hits", limit=10, cursor=None)
+    ).model_dump()
     assert [e["id"] for e in both["results"]] == ["p1"]
 
 
@@ -455,11 +467,11 @@ async def test_prune_candidates_are_unread_and_old_oldest_first(store: EntryStor
     await put(store, entry("older-read"))
     await ops.get_entry(store, "older-read")
     future = time.time() + 31 * 86_400
-    result = await ops.prune_candidates(store, days=30, limit=100, cursor=None, now=future)
+    result = (await ops.prune_candidates(store, days=30, limit=100, cursor=None, now=future)).model_dump()
     assert [e["id"] for e in result["candidates"]] == ["old-unread"]
     assert result["threshold_days"] == 30
     assert result["cutoff_date"].endswith("Z")
-    recent = await ops.prune_candidates(store, days=30, limit=100, cursor=None)
+    recent = (await ops.prune_candidates(store, days=30, limit=100, cursor=None)).model_dump()
     assert recent["candidates"] == []
 
 
@@ -468,9 +480,11 @@ async def test_count_and_soft_cap_warning_come_from_a_maintained_count(store: En
         await put(store, entry(f"e{n}"))
     await ops.delete_entry(store, "e0")
     assert await store.count() == 2
-    warned = await ops.set_entry(
-        store, entry("e9"), ttl=None, if_version=None, operation_id=None, max_entries_warn=2
-    )
+    warned = (
+        await ops.set_entry(
+            store, entry("e9"), ttl=None, if_version=None, operation_id=None, max_entries_warn=2
+        )
+    ).model_dump()
     assert (
         warned["warning"]
         == "Entry count (3) exceeds soft cap of 2. Consider running memory_prune_candidates."

@@ -54,7 +54,7 @@ def delete(project: Path, id: str) -> None:
 
 def history(project: Path, id: str) -> list[dict[str, Any]]:
     async def run(store: EntryStore) -> list[dict[str, Any]]:
-        return (await ops.entry_history(store, id, 100))["versions"]
+        return (await ops.entry_history(store, id, 100)).model_dump()["versions"]
 
     return on_store(project, run)
 

@@ -457,6 +457,6 @@ async def test_a_memory_set_on_a_single_node_is_one_round_trip(
     finally:
         await store.close()
     assert sent == ["EVALSHA"]
-    assert outcome["warning"] == (
+    assert outcome.warning == (
         "Entry count (2) exceeds soft cap of 1. Consider running memory_prune_candidates."
     )

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from memctl.cli import cli
 from memctl.operations import _compact
 from memory_bridge import Settings, load_settings
-from memory_bridge.core import strip_backlinks
+from memory_bridge.maintenance import strip_backlinks
 from memory_bridge.stores import Entry, EntryStore, EntryWrite, open_entry_store
 
 from ..bridges import bridge_env

@@ -22,7 +22,7 @@ from memctl.cli import cli
 from memctl.commands import _output
 from memctl.operations import _maintain
 from memory_bridge import build_server, load_settings, open_state
-from memory_bridge.core import maintain_dir
+from memory_bridge.maintenance import maintain_dir
 
 from ..capture.fakes import capture_env
 

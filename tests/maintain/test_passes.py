@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 from memctl.cli import cli
 from memory_bridge import load_settings
-from memory_bridge.core import maintain_dir
+from memory_bridge.maintenance import maintain_dir
 from memory_bridge.stores import DocMetadata, KnowledgeStore
 
 from ..bridges import bridge_env

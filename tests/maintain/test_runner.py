@@ -18,7 +18,7 @@ from memctl._errors import EXIT_CODES, MaintenanceLocked
 from memctl.capture._lock import FileLock
 from memctl.cli import cli
 from memctl.operations._maintain import PASSES
-from memory_bridge.core import maintain_dir
+from memory_bridge.maintenance import maintain_dir
 
 from ..capture.fakes import FakeCli, capture_env, install_fake
 from ..capture.test_compile import _seed

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from memory_bridge.core import maintain_dir
+from memory_bridge.maintenance import maintain_dir
 
 from ..bridges import bridge_env
 from ..provision.helpers import memctl

@@ -1,7 +1,10 @@
-"""Plain functions shared by the MCP tools and the memctl CLI: knowledge writes and lessons,
-redaction, migrations, backup and restore, copying entries between stores, the memory audit,
-items (entries and documents) as a person looks them up and corrects them, the maintenance
-job's run records and health.
+"""The operations behind the MCP tools, shared with the memctl CLI and the web view: entries,
+knowledge search and writes and lessons, recall stamping, workspace scans and absorb, the
+memory audit, items (entries and documents) as a person looks them up, corrects them and
+rolls them back, and redaction on every write path.
+
+Maintenance and operations on a whole store (backup, migrations, compaction, the maintenance
+passes and their run records) live in `memory_bridge.maintenance`, above this package.
 
 Names load on first use, so a caller that only redacts text does not import the stores."""
 
@@ -10,34 +13,10 @@ import typing as _typing
 from .._lazy import lazy_attributes as _lazy_attributes
 
 _LAZY = {
-    "Manifest": "._archive",
-    "COMPACT_EXIT_CODES": "._compact",
-    "CompactReport": "._compact",
-    "compact_entries": "._compact",
-    "strip_backlinks": "._compact",
-    "undo_compaction": "._compact",
-    "Candidates": "._consolidate",
-    "consolidate_memory": "._consolidate",
-    "slot_candidates": "._consolidate",
-    "NO_LLM_PASSES": "._passes",
-    "LLM_PASSES": "._llm_passes",
-    "Judge": "._llm_passes",
-    "MergeVerdict": "._llm_passes",
-    "NearDuplicates": "._llm_passes",
-    "RefreshVerdict": "._llm_passes",
-    "run_llm_passes": "._llm_passes",
-    "SIMILARITY_PASS": "._llm_passes",
-    "flag_similar": "._llm_passes",
-    "PassReport": "._passes",
-    "run_passes": "._passes",
-    "undo_changes": "._passes",
     "AUDIT_CLASSES": "._audit",
     "audit_memory": "._audit",
     "retire": "._audit",
-    "RestoreMode": "._backup",
-    "RestoreReport": "._backup",
-    "backup": "._backup",
-    "restore": "._backup",
+    "Finding": "._results",
     "Freshness": "._freshness",
     "HistoryTarget": "._item_history",
     "deleted_entries": "._item_history",
@@ -48,8 +27,6 @@ _LAZY = {
     "document_history": "._document_history",
     "locate_document": "._document_history",
     "rollback_document": "._document_history",
-    "THIN_PASS": "._document_history",
-    "thin_versions": "._document_history",
     "CUT_MARK": "._items",
     "DocumentItem": "._items",
     "EntryItem": "._items",
@@ -74,37 +51,13 @@ _LAZY = {
     "nothing_found": "._knowledge",
     "save_to_dataset": "._knowledge",
     "slugify": "._knowledge",
-    "MigrationStep": "._migrate",
-    "migrate": "._migrate",
-    "plan_migrations": "._migrate",
-    "user_version": "._migrate",
     "redact": "._redact",
-    "RunRecord": "._runlog",
-    "StepRecord": "._runlog",
-    "cron_health": "._runlog",
-    "error_signature": "._runlog",
-    "last_success_at": "._runlog",
-    "maintain_dir": "._runlog",
-    "record_run": "._runlog",
-    "TransferReport": "._transfer",
-    "copy_entries": "._transfer",
 }
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
 if _typing.TYPE_CHECKING:
-    from ._archive import Manifest
     from ._audit import AUDIT_CLASSES, audit_memory, retire
-    from ._backup import RestoreMode, RestoreReport, backup, restore
-    from ._compact import COMPACT_EXIT_CODES, CompactReport, compact_entries, strip_backlinks, undo_compaction
-    from ._consolidate import Candidates, consolidate_memory, slot_candidates
-    from ._document_history import (
-        THIN_PASS,
-        deleted_documents,
-        document_history,
-        locate_document,
-        rollback_document,
-        thin_versions,
-    )
+    from ._document_history import deleted_documents, document_history, locate_document, rollback_document
     from ._freshness import Freshness
     from ._item_history import HistoryTarget, deleted_entries, history_of, history_target, rollback_to
     from ._item_writes import CreateOutcome, create_item, preview_save
@@ -126,109 +79,49 @@ if _typing.TYPE_CHECKING:
         search_items,
     )
     from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, nothing_found, save_to_dataset, slugify
-    from ._llm_passes import (
-        LLM_PASSES,
-        SIMILARITY_PASS,
-        Judge,
-        MergeVerdict,
-        NearDuplicates,
-        RefreshVerdict,
-        flag_similar,
-        run_llm_passes,
-    )
-    from ._migrate import MigrationStep, migrate, plan_migrations, user_version
-    from ._passes import NO_LLM_PASSES, PassReport, run_passes, undo_changes
     from ._redact import redact
-    from ._runlog import (
-        RunRecord,
-        StepRecord,
-        cron_health,
-        error_signature,
-        last_success_at,
-        maintain_dir,
-        record_run,
-    )
-    from ._transfer import TransferReport, copy_entries
+    from ._results import Finding
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "ATOM_TYPES",
     "AUDIT_CLASSES",
-    "COMPACT_EXIT_CODES",
     "CUT_MARK",
-    "LLM_PASSES",
-    "NO_LLM_PASSES",
-    "SIMILARITY_PASS",
-    "THIN_PASS",
-    "Candidates",
-    "CompactReport",
     "CreateOutcome",
     "DocumentItem",
     "EntryItem",
+    "Finding",
     "Freshness",
     "HistoryTarget",
     "Item",
     "ItemStores",
-    "Judge",
     "KnowledgeContext",
-    "Manifest",
-    "MergeVerdict",
-    "MigrationStep",
-    "NearDuplicates",
-    "PassReport",
-    "RefreshVerdict",
-    "RestoreMode",
-    "RestoreReport",
-    "RunRecord",
     "SaveOutcome",
-    "StepRecord",
-    "TransferReport",
     "audit_memory",
-    "backup",
-    "compact_entries",
-    "consolidate_memory",
     "content_digest",
-    "copy_entries",
     "create_item",
-    "cron_health",
     "deleted_documents",
     "deleted_entries",
     "document_history",
-    "error_signature",
     "find_item",
-    "flag_similar",
     "forget_item",
     "history_of",
     "history_target",
     "item_versions",
     "iter_items",
-    "last_success_at",
     "lesson_name",
     "list_lessons",
     "locate_document",
-    "maintain_dir",
-    "migrate",
     "nothing_found",
-    "plan_migrations",
     "preview_save",
-    "record_run",
     "redact",
-    "restore",
     "retire",
     "rollback_document",
     "rollback_item",
     "rollback_to",
-    "run_llm_passes",
-    "run_passes",
     "save_item",
     "save_to_dataset",
     "search_items",
-    "slot_candidates",
     "slugify",
-    "strip_backlinks",
-    "thin_versions",
-    "undo_changes",
-    "undo_compaction",
-    "user_version",
 ]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
 
@@ -21,10 +20,13 @@ from ._intake import Refusal, refusals
 from ._knowledge import KnowledgeContext, resolve_slot, save_to_dataset, slot_id
 from ._private import PrivateRules, normalise
 from ._redact import redact
+from ._results import AbsorbedFile, AbsorbResult, RefusedFile, ScanResult
+from ._results import ScannedFile as ScannedFileModel
 from ._workspace import (
     DEFAULT_IGNORE,
     DEFAULT_INCLUDE,
     AbsorbRead,
+    ScannedFile,
     read_workspace_file,
     real_relative,
     scan_workspace,
@@ -38,7 +40,7 @@ READ_SECONDS = 10.0  # reading one file to absorb gives up after this
 
 async def scan_documents(
     root: Path, include: Sequence[str] | None, ignore: Sequence[str] | None, *, allow: Sequence[str] = ()
-) -> dict[str, Any]:
+) -> ScanResult:
     """Documentation files under `root`: `include` replaces the default includes, `ignore`
     adds to the default ignores; symlinks are skipped, private files (`allow` names the
     exceptions) listed apart as `refused`."""
@@ -56,18 +58,24 @@ async def scan_documents(
             "scan_documents: the file system did not answer in time", operation="scan_documents"
         )
     private = await refusals(root, (f.rel_path for f in files), PrivateRules(tuple(allow)))
-    return {
-        "root": str(root),
-        "include": list(includes),
-        "ignore": list(ignores),
-        "total": len(files) - len(private),
-        "files": [f.to_dict() for f in files if f.rel_path not in private],
-        "refused": [_refused(path, refusal) for path, refusal in sorted(private.items())],
-    }
+    return ScanResult(
+        root=str(root),
+        include=list(includes),
+        ignore=list(ignores),
+        total=len(files) - len(private),
+        files=[_scanned(f) for f in files if f.rel_path not in private],
+        refused=[_refused(path, refusal) for path, refusal in sorted(private.items())],
+    )
 
 
-def _refused(path: str, refusal: Refusal) -> dict[str, str]:
-    return {"relPath": path, "refusal": refusal.kind, "reason": refusal.reason}
+def _scanned(found: ScannedFile) -> ScannedFileModel:
+    return ScannedFileModel(
+        relPath=found.rel_path, docName=found.rel_path, size=found.size, mtime=found.mtime
+    )
+
+
+def _refused(path: str, refusal: Refusal) -> RefusedFile:
+    return RefusedFile(relPath=path, refusal=refusal.kind, reason=refusal.reason)
 
 
 def _where(root: Path, files: Sequence[str]) -> list[tuple[str, str | None]]:
@@ -101,7 +109,7 @@ async def absorb_files(
     dry_run: bool,
     max_file_bytes: int,
     allow: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> AbsorbResult:
     """Save each of `files` (relative to `root`) as a document named by its relative path;
     a file that is private (`allow` names the exceptions) or cannot be read is refused on
     its own, the others still go in."""
@@ -110,47 +118,43 @@ async def absorb_files(
     private = await refusals(
         root, (real for _, real in where if real), PrivateRules(tuple(allow)), names=(n for n, _ in where)
     )
-    results: list[dict[str, Any]] = []
+    results: list[AbsorbedFile] = []
     for requested, (named, real) in zip(files, where, strict=True):
         refusal = private.get(named) or (private.get(real) if real else None)
         if refusal is not None:
-            results.append({"file": requested, "ok": False, "error": refusal.reason, "refusal": refusal.kind})
+            results.append(AbsorbedFile(file=requested, ok=False, error=refusal.reason, refusal=refusal.kind))
             continue
         read = await _read(root, requested, max_file_bytes)
         if read.error is None and read.rel_path != real:
             read = AbsorbRead(requested, error="the path changed while it was being absorbed")
         if read.error is not None or read.text is None:
-            results.append({"file": requested, "ok": False, "error": read.error})
+            results.append(AbsorbedFile(file=requested, ok=False, error=read.error))
         elif dry_run:
             results.append(
-                {
-                    "file": requested,
-                    "ok": True,
-                    "dryRun": True,
-                    "docName": redact(read.rel_path),
-                    "size": read.size,
-                }
+                AbsorbedFile(
+                    file=requested, ok=True, dryRun=True, docName=redact(read.rel_path), size=read.size
+                )
             )
         else:
             saved = await save_to_dataset(
                 ctx, dataset=slot, name=read.rel_path, text=read.text, metadata={"atom_type": "reference"}
             )
             results.append(
-                {
-                    "file": requested,
-                    "ok": True,
-                    "docName": saved["name"],  # as stored: redacted
-                    "size": read.size,
-                    "documentId": saved["documentId"],
-                    "created": saved["created"],
-                }
+                AbsorbedFile(
+                    file=requested,
+                    ok=True,
+                    docName=saved.name,  # as stored: redacted
+                    size=read.size,
+                    documentId=saved.documentId,
+                    created=saved.created,
+                )
             )
-    succeeded = sum(1 for r in results if r["ok"])
-    return {
-        "datasetId": await slot_id(ctx.store, slot),
-        "datasetSlot": slot,
-        "total": len(results),
-        "succeeded": succeeded,
-        "failed": len(results) - succeeded,
-        "results": results,
-    }
+    succeeded = sum(1 for r in results if r.ok)
+    return AbsorbResult(
+        datasetId=await slot_id(ctx.store, slot),
+        datasetSlot=slot,
+        total=len(results),
+        succeeded=succeeded,
+        failed=len(results) - succeeded,
+        results=results,
+    )

@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Literal
 
 from .._errors import InvalidInput
 from ..stores._knowledge import Document, KnowledgeStore
+from ._results import AuditResult, AuditSummary, Finding
 
 __all__ = ["AUDIT_CLASSES", "audit_memory", "project_documents", "retire"]
 
@@ -31,22 +32,22 @@ _REQUIRED = {
 _PAGE = 500
 
 
-def _finding(cls: str, doc: Document, reason: str, action: str) -> dict[str, Any]:
-    return {
-        "class": cls,
-        "slot": doc.slot,
-        "documentId": doc.id,
-        "name": doc.name,
-        "reason": reason,
-        "suggested_action": action,
-    }
+def _finding(cls: str, doc: Document, reason: str, action: Literal["disable", "delete"]) -> Finding:
+    return Finding(  # `class` is a keyword: given by its key
+        **{"class": cls},
+        slot=doc.slot,
+        documentId=doc.id,
+        name=doc.name,
+        reason=reason,
+        suggested_action=action,
+    )
 
 
-def _stale_plans(docs: list[Document]) -> list[dict[str, Any]]:
+def _stale_plans(docs: list[Document]) -> list[Finding]:
     plans = sorted(
         (d for d in docs if d.name.startswith("plan-") and d.name.endswith(".md")), key=lambda d: d.created_at
     )
-    findings = []
+    findings: list[Finding] = []
     for i, older in enumerate(plans):
         slug = older.name[len("plan-") : -len(".md")]
         for newer in plans[i + 1 :]:
@@ -59,8 +60,8 @@ def _stale_plans(docs: list[Document]) -> list[dict[str, Any]]:
     return findings
 
 
-def _missing_metadata(docs: list[Document]) -> list[dict[str, Any]]:
-    findings = []
+def _missing_metadata(docs: list[Document]) -> list[Finding]:
+    findings: list[Finding] = []
     for doc in docs:
         required = _REQUIRED.get(doc.metadata.atom_type, ())
         missing = [f for f in required if not str(getattr(doc.metadata, f)).strip()]
@@ -70,8 +71,8 @@ def _missing_metadata(docs: list[Document]) -> list[dict[str, Any]]:
     return findings
 
 
-def _stale_lore(docs: list[Document], days: int, now: float) -> list[dict[str, Any]]:
-    findings = []
+def _stale_lore(docs: list[Document], days: int, now: float) -> list[Finding]:
+    findings: list[Finding] = []
     for doc in docs:
         age = (now - doc.created_at) / 86_400
         if doc.metadata.atom_type == "project-lore" and doc.created_at and age >= days:
@@ -81,13 +82,13 @@ def _stale_lore(docs: list[Document], days: int, now: float) -> list[dict[str, A
     return findings
 
 
-def _duplicate_lessons(docs: list[Document]) -> list[dict[str, Any]]:
+def _duplicate_lessons(docs: list[Document]) -> list[Finding]:
     groups: dict[tuple[str, str], list[Document]] = defaultdict(list)
     for doc in docs:
         pattern = doc.metadata.error_pattern.strip()
         if doc.metadata.atom_type == "self-improvement-lesson" and pattern:
             groups[(doc.metadata.project_module, pattern)].append(doc)
-    findings = []
+    findings: list[Finding] = []
     for (_, pattern), members in groups.items():
         if len(members) < 2:
             continue
@@ -116,7 +117,7 @@ async def project_documents(store: KnowledgeStore, slot: str, scope: str) -> lis
 
 async def audit_memory(
     store: KnowledgeStore, *, scope: str, classes: Sequence[str] | None, stale_lore_days: int
-) -> dict[str, Any]:
+) -> AuditResult:
     wanted = list(classes or AUDIT_CLASSES)
     unknown = [c for c in wanted if c not in AUDIT_CLASSES]
     if unknown:
@@ -127,7 +128,7 @@ async def audit_memory(
     slots = sorted({slot for cls in wanted for slot in _SLOTS[cls] if slot in existing})
     docs = {slot: await project_documents(store, slot, scope) for slot in slots}
     now = time.time()
-    findings: list[dict[str, Any]] = []
+    findings: list[Finding] = []
     if "stale-plans" in wanted:
         findings += _stale_plans(docs.get("plans", []))
     if "missing-metadata" in wanted:
@@ -139,26 +140,22 @@ async def audit_memory(
     by_class: dict[str, int] = defaultdict(int)
     by_slot: dict[str, int] = defaultdict(int)
     for finding in findings:
-        by_class[finding["class"]] += 1
-        by_slot[finding["slot"]] += 1
-    return {
-        "ok": True,
-        "findings": findings,
-        "summary": {
-            "totalFindings": len(findings),
-            "byClass": dict(by_class),
-            "bySlot": dict(by_slot),
-            "staleLoreDaysUsed": stale_lore_days,
-        },
-        "errors": [],
-    }
+        by_class[finding.class_] += 1
+        by_slot[finding.slot] += 1
+    summary = AuditSummary(
+        totalFindings=len(findings),
+        byClass=dict(by_class),
+        bySlot=dict(by_slot),
+        staleLoreDaysUsed=stale_lore_days,
+    )
+    return AuditResult(ok=True, findings=findings, summary=summary, errors=[])
 
 
-async def retire(store: KnowledgeStore, finding: dict[str, Any]) -> bool:
+async def retire(store: KnowledgeStore, finding: Finding) -> bool:
     """Carry out a finding's suggested action (disable or delete); False when there was
     nothing to do (the document is gone, or already disabled)."""
-    slot, document_id = finding["slot"], finding["documentId"]
-    if finding["suggested_action"] == "delete":
+    slot, document_id = finding.slot, finding.documentId
+    if finding.suggested_action == "delete":
         return await store.delete(slot, document_id)
     current = await store.get(slot, document_id)
     if current is None or not current.enabled:

@@ -17,15 +17,13 @@ from ..stores._knowledge import KnowledgeStore
 from ..stores._version_log import DocumentVersion
 from ..stores._versioned import VersionedKnowledgeStore
 from ._knowledge import resolve_slot
-from ._passes import PassReport
+from ._results import DocumentRollbackResult
 
 __all__ = [
-    "THIN_PASS",
     "deleted_documents",
     "document_history",
     "locate_document",
     "rollback_document",
-    "thin_versions",
     "versioned",
 ]
 
@@ -147,19 +145,19 @@ async def document_history(
 
 async def rollback_document(
     store: KnowledgeStore, slot: str, name: str, version: int, *, expected_version: int | None
-) -> dict[str, Any]:
+) -> DocumentRollbackResult:
     """Bring `version` back as the document's newest version (undeleting it if deleted);
     with `expected_version`, only if nobody changed it since that version was the newest."""
     done = await versioned(store).rollback(slot, name, version, expected=expected_version)
-    return {
-        "ok": True,
-        "slot": slot,
-        "name": name,
-        "documentId": done.version.document_id,
-        "version": done.version.version,
-        "restored_from": done.restored_from,
-        "undeleted": done.undeleted,
-    }
+    return DocumentRollbackResult(
+        ok=True,
+        slot=slot,
+        name=name,
+        documentId=done.version.document_id,
+        version=done.version.version,
+        restored_from=done.restored_from,
+        undeleted=done.undeleted,
+    )
 
 
 async def deleted_documents(store: KnowledgeStore, slot: str | None = None) -> list[dict[str, Any]]:
@@ -168,19 +166,3 @@ async def deleted_documents(store: KnowledgeStore, slot: str | None = None) -> l
         {"slot": v.slot, "name": v.name, **version_json(v, with_text=False)}
         for v in await versioned(store).deleted(slot)
     ]
-
-
-THIN_PASS = "thin-versions"
-
-
-async def thin_versions(store: KnowledgeStore, *, days: int, now: float, dry_run: bool) -> PassReport:
-    """The maintenance pass that thins old versions: of each document's versions older than
-    `days` days, the last of each UTC day and every deletion are kept (the newest version
-    always); `days` 0 keeps everything."""
-    report = PassReport(THIN_PASS)
-    if days <= 0:
-        report.skipped.append("document_versions_thin_after_days is 0: every version is kept")
-        return report
-    for slot, name, count in await versioned(store).log.thin(now - days * 86_400, dry_run=dry_run):
-        report.actions.append({"action": "thinned", "slot": slot, "name": name, "count": count})
-    return report

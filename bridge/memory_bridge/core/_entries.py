@@ -1,8 +1,8 @@
 """The eight entry operations, shaped exactly as memory-mcp 1.2 answers them.
 
 Each function takes a validated request and an `EntryStore`, makes the store's one
-atomic call, and returns memory-mcp's result object (same keys, same order), with
-memctl's additions (`total`, `next_cursor`, `match`) appended after them.
+atomic call, and returns memory-mcp's result object as its result model (same keys, same
+order), with memctl's additions (`total`, `next_cursor`, `match`) after them.
 """
 
 from __future__ import annotations
@@ -16,6 +16,18 @@ from ..stores._clock import format_instant
 from ._cursor import decode_cursor, encode_cursor
 from ._redact import redact
 from ._redact_fields import redact_entry
+from ._results import (
+    DeleteResult,
+    EntryModel,
+    EntryPageResult,
+    GetResult,
+    HistoryResult,
+    HistoryVersion,
+    PruneResult,
+    RollbackResult,
+    SearchResult,
+    SetResult,
+)
 
 __all__ = [
     "delete_entry",
@@ -40,15 +52,12 @@ def _not_found(id: str, operation: str) -> NotFound:
     return NotFound(f"Not found: {id}", operation=operation)
 
 
-def _paged(page: EntryPage, offset: int, params: dict[str, Any], key: str = "results") -> dict[str, Any]:
+def _page(page: EntryPage, offset: int, params: dict[str, Any]) -> tuple[list[EntryModel], str | None]:
+    """A page's entries, and the cursor of the next page (None on the last)."""
     returned = len(page.entries)
     has_more = offset + returned < page.total
-    return {
-        "count": returned,
-        key: [entry.to_dict() for entry in page.entries],
-        "total": page.total,
-        "next_cursor": encode_cursor(offset + returned, params) if has_more and returned else None,
-    }
+    cursor = encode_cursor(offset + returned, params) if has_more and returned else None
+    return [EntryModel.of(entry) for entry in page.entries], cursor
 
 
 async def set_entry(
@@ -60,7 +69,7 @@ async def set_entry(
     operation_id: str | None,
     max_entries_warn: int,
     redact_secrets: bool = True,
-) -> dict[str, Any]:
+) -> SetResult:
     """Write one entry; secrets in its title, body, type, tags, source and project are redacted
     first, unless the operator turned that off (`redact_entries = false`, memory-mcp's
     behaviour)."""
@@ -70,40 +79,36 @@ async def set_entry(
         write = redact_entry(write)
     outcome = await store.set(write, ttl=ttl, if_version=if_version, operation_id=operation_id)
     if outcome.status == "conflict":
-        return {
-            "ok": False,
-            "error": "conflict",
-            "id": outcome.id,
-            "current_revision": outcome.current_revision,
-            "expected_version": if_version,
-        }
+        return SetResult(
+            ok=False,
+            error="conflict",
+            id=outcome.id,
+            current_revision=outcome.current_revision,
+            expected_version=if_version,
+        )
     if outcome.status == "op_mismatch":
-        return {
-            "ok": False,
-            "error": "operation_id_mismatch",
-            "id": outcome.id,
-            "recorded_id": outcome.recorded_id,
-        }
+        return SetResult(
+            ok=False, error="operation_id_mismatch", id=outcome.id, recorded_id=outcome.recorded_id
+        )
     count = outcome.entry_count if outcome.entry_count is not None else await store.count()
-    warning = soft_cap_warning(count, max_entries_warn)
-    result: dict[str, Any] = {
-        "ok": True,
-        "id": outcome.id,
-        "operation": outcome.operation,
-        "revision": outcome.revision,
-    }
+    result = SetResult(
+        ok=True,
+        id=outcome.id,
+        operation=outcome.operation,
+        revision=outcome.revision,
+        warning=soft_cap_warning(count, max_entries_warn),
+    )
     if outcome.status == "replayed":
-        result["replayed"] = True
-    result["warning"] = warning
+        result.replayed = True
     return result
 
 
-async def get_entry(store: EntryStore, id: str) -> dict[str, Any]:
+async def get_entry(store: EntryStore, id: str) -> GetResult:
     found = await store.get(id)
     if found is None:
         raise _not_found(id, "memory_get")
     entry, revision = found
-    return {**entry.to_dict(), "revision": revision}
+    return GetResult.of(entry, revision=revision)
 
 
 async def search_entries(
@@ -115,17 +120,18 @@ async def search_entries(
     query: str | None,
     limit: int,
     cursor: str | None,
-) -> dict[str, Any]:
+) -> SearchResult:
     flt = EntryFilter(tags=tuple(dict.fromkeys(tags or ())), type=type or None, project=project)
     query = (query or "").strip() or None
     params = {"op": "search", "tags": sorted(flt.tags), "type": flt.type, "project": project, "query": query}
     offset = decode_cursor(cursor, params, operation="memory_search")
     page = await store.search(flt, query, offset=offset, limit=limit)
-    result = _paged(page, offset, params)
+    entries, next_cursor = _page(page, offset, params)
+    result = SearchResult(count=len(entries), results=entries, total=page.total, next_cursor=next_cursor)
     if query is not None:
-        result["match"] = page.match
+        result.match = page.match
     if page.extra.get("degraded"):
-        result["degraded"] = page.extra["degraded"]
+        result.degraded = page.extra["degraded"]
     return result
 
 
@@ -137,50 +143,51 @@ async def list_entries(
     sort: SortOrder,
     limit: int,
     cursor: str | None,
-) -> dict[str, Any]:
+) -> EntryPageResult:
     flt = EntryFilter(type=type or None, project=project)
     params = {"op": "list", "type": flt.type, "project": project, "sort": sort}
     offset = decode_cursor(cursor, params, operation="memory_list")
     page = await store.list_entries(flt, sort=sort, offset=offset, limit=limit)
-    return _paged(page, offset, params)
+    entries, next_cursor = _page(page, offset, params)
+    return EntryPageResult(count=len(entries), results=entries, total=page.total, next_cursor=next_cursor)
 
 
-async def delete_entry(store: EntryStore, id: str) -> dict[str, Any]:
+async def delete_entry(store: EntryStore, id: str) -> DeleteResult:
     outcome = await store.delete(id)
     if outcome is None:
         raise _not_found(id, "memory_delete")
-    return {"ok": True, "id": outcome.id, "operation": "deleted", "revision": outcome.revision}
+    return DeleteResult(ok=True, id=outcome.id, operation="deleted", revision=outcome.revision)
 
 
-async def entry_history(store: EntryStore, id: str, limit: int) -> dict[str, Any]:
+async def entry_history(store: EntryStore, id: str, limit: int) -> HistoryResult:
     versions = await store.history(id, limit)
-    return {"id": id, "count": len(versions), "versions": versions}
+    return HistoryResult(id=id, count=len(versions), versions=[HistoryVersion(**v) for v in versions])
 
 
-async def rollback_entry(store: EntryStore, id: str, version_index: int) -> dict[str, Any]:
+async def rollback_entry(store: EntryStore, id: str, version_index: int) -> RollbackResult:
     outcome = await store.rollback(id, version_index)
-    return {
-        "ok": True,
-        "id": outcome.id,
-        "operation": outcome.operation,
-        "restored_from": outcome.restored_from,
-        "revision": outcome.revision,
-    }
+    return RollbackResult(
+        ok=True,
+        id=outcome.id,
+        operation=outcome.operation,
+        restored_from=outcome.restored_from,
+        revision=outcome.revision,
+    )
 
 
 async def prune_candidates(
     store: EntryStore, *, days: int, limit: int, cursor: str | None, now: float | None = None
-) -> dict[str, Any]:
+) -> PruneResult:
     cutoff = format_instant((time.time() if now is None else now) - days * 86_400)
     params = {"op": "prune", "days": days}
     offset = decode_cursor(cursor, params, operation="memory_prune_candidates")
     page = await store.prune_candidates(cutoff, offset=offset, limit=limit)
-    paged = _paged(page, offset, params, key="candidates")
-    return {
-        "count": paged["count"],
-        "threshold_days": days,
-        "cutoff_date": cutoff,
-        "candidates": paged["candidates"],
-        "total": paged["total"],
-        "next_cursor": paged["next_cursor"],
-    }
+    entries, next_cursor = _page(page, offset, params)
+    return PruneResult(
+        count=len(entries),
+        threshold_days=days,
+        cutoff_date=cutoff,
+        candidates=entries,
+        total=page.total,
+        next_cursor=next_cursor,
+    )

@@ -148,7 +148,7 @@ async def rollback_to(
         done = await rollback_document(
             stores.knowledge, target.slot, target.name, version, expected_version=expected_version
         )
-        return {"ref": target.ref, "kind": "document", **done}
+        return {"ref": target.ref, "kind": "document", **done.model_dump()}
     snapshots = [s for s in await stores.entries.history(target.id, _ENTRY_DEPTH) if "rev" in s]
     if not snapshots:
         raise NotFound(f"entry {target.id} has no recorded versions", operation="rollback")

@@ -100,9 +100,9 @@ async def _create_entry(
         max_entries_warn=stores.max_entries_warn,
         redact_secrets=stores.redact_entries,
     )
-    if not result["ok"]:
+    if not result.ok:
         return CreateOutcome("conflict", ref, f"entry {id} was created by another writer meanwhile")
-    return CreateOutcome("created", ref, f"revision {result['revision']}")
+    return CreateOutcome("created", ref, f"revision {result.revision}")
 
 
 async def _create_document(

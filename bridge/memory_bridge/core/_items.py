@@ -447,8 +447,8 @@ async def save_item(
             max_entries_warn=stores.max_entries_warn,
             redact_secrets=stores.redact_entries,
         )
-        if result["ok"]:
-            return SaveOutcome("updated", item.ref, f"revision {result['revision']}")
+        if result.ok:
+            return SaveOutcome("updated", item.ref, f"revision {result.revision}")
         current = await _entry(stores, item.entry.id)
         now = None if current is None else current.content()
         if now == wanted:

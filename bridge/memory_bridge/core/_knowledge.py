@@ -14,7 +14,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 import anyio.to_thread
 
@@ -28,6 +28,25 @@ from ._fence import fence
 from ._freshness import Freshness, rerank
 from ._redact import redact
 from ._redact_fields import redact_metadata
+from ._results import (
+    CreateDatasetResult,
+    DatasetInfo,
+    DatasetRef,
+    DocumentStatusResult,
+    LadderRung,
+    LessonResult,
+    ListDatasetsResult,
+    Metadata,
+    MetadataField,
+    MetadataSchema,
+    RecallResult,
+    Record,
+    SaveResult,
+    SearchMemoryResult,
+    SlotRef,
+    Supersession,
+    WriteResult,
+)
 
 __all__ = [
     "ATOM_TYPES",
@@ -65,6 +84,12 @@ LESSON_TYPE = "self-improvement-lesson"
 LESSON_SLOT = "self_improvement"
 _LADDER_DROPS = ("error_pattern", "language", "task_type")
 _ALL_SCOPES = "*"
+_DONE: dict[str, Literal["deleted", "disabled", "enabled"]] = {
+    "delete": "deleted",
+    "disable": "disabled",
+    "enable": "enabled",
+}
+_Saved = TypeVar("_Saved", bound=SaveResult)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,24 +164,30 @@ def nothing_found(threshold: float, *, what: str = "document", flag: str = "best
     )
 
 
-def _record(hit: SearchHit, slot_ids: dict[str, str], threshold: float | None = None) -> dict[str, Any]:
-    """A hit as the seed's record; below `threshold` (given in a best-effort search) marked."""
-    return {
-        "datasetId": slot_ids.get(hit.slot, hit.slot),
-        "slot": hit.slot,
-        "score": hit.score,
-        "segmentId": f"{hit.document_id}:{hit.position}",
-        "documentId": hit.document_id,
-        "documentName": hit.document_name,
-        "position": hit.position,
-        "status": "completed",
-        "enabled": hit.enabled,
-        "keywords": [],
-        "wordCount": hit.word_count,
-        "metadata": hit.metadata.to_dict(),
-        "content": fence(hit.content, hit.origin or "memory"),
-        **({"bestEffort": True} if threshold is not None and hit.score < threshold else {}),
-    }
+def _record(
+    hit: SearchHit, slot_ids: dict[str, str], threshold: float | None = None, **lesson: Any
+) -> Record:
+    """A hit as the seed's record (with recall_lessons' `kind` and `rungIndex` when given);
+    below `threshold` (given in a best-effort search) marked."""
+    record = Record(
+        **lesson,
+        datasetId=slot_ids.get(hit.slot, hit.slot),
+        slot=hit.slot,
+        score=hit.score,
+        segmentId=f"{hit.document_id}:{hit.position}",
+        documentId=hit.document_id,
+        documentName=hit.document_name,
+        position=hit.position,
+        status="completed",
+        enabled=hit.enabled,
+        keywords=[],
+        wordCount=hit.word_count,
+        metadata=Metadata.of(hit.metadata),
+        content=fence(hit.content, hit.origin or "memory"),
+    )
+    if threshold is not None and hit.score < threshold:
+        record.bestEffort = True
+    return record
 
 
 async def _slot_ids(store: KnowledgeStore) -> dict[str, str]:
@@ -187,7 +218,7 @@ async def search_memory(
     score_threshold: float | None,
     max_results: int | None,
     best_effort: bool = False,
-) -> dict[str, Any]:
+) -> SearchMemoryResult:
     """Hybrid search; hits under the threshold (the caller's, else the measured default) are
     left out, or with `best_effort` returned marked `bestEffort`."""
     slot_ids = await _slot_ids(ctx.store)
@@ -198,22 +229,22 @@ async def search_memory(
     page = await ctx.store.search(names, query, flt, top_k=ctx.candidates(limit), score_threshold=searched)
     hits = ctx.rerank(page.hits, limit)
     ctx.note_recalled(hits)
-    result: dict[str, Any] = {
-        "query": query,
-        "datasetsSearched": names,
-        "filters": filters,
-        "injectedFilters": injected,
-        "scoreThreshold": applied,
-        "errors": [],
-        "totalRecords": page.total,
-        "records": [_record(hit, slot_ids, applied if best_effort else None) for hit in hits],
-    }
+    result = SearchMemoryResult(
+        query=query,
+        datasetsSearched=names,
+        filters=filters,
+        injectedFilters=injected,
+        scoreThreshold=applied,
+        errors=[],
+        totalRecords=page.total,
+        records=[_record(hit, slot_ids, applied if best_effort else None) for hit in hits],
+    )
     if best_effort:
-        result["bestEffort"] = True
+        result.bestEffort = True
     if not hits:
-        result["hint"] = nothing_found(applied)
+        result.hint = nothing_found(applied)
     if page.degraded:
-        result["degraded"] = page.degraded
+        result.degraded = page.degraded
     return result
 
 
@@ -237,7 +268,7 @@ async def recall_lessons(
     score_threshold: float,
     max_results: int,
     best_effort: bool = False,
-) -> dict[str, Any]:
+) -> RecallResult:
     """The seed's fall-back ladder: strict filters first, then drop error_pattern,
     language and task_type in turn (project_module, tags and scope are never dropped);
     stop once min(3, max_results) lessons are found. With `best_effort` hits under the
@@ -250,7 +281,7 @@ async def recall_lessons(
     enough = min(3, max_results)
     hits: list[tuple[int, SearchHit]] = []
     seen: set[str] = set()
-    ladder: list[dict[str, Any]] = []
+    ladder: list[LadderRung] = []
     errors: list[dict[str, Any]] = []
     for index, rung in enumerate(_rungs(base)):
         flt = replace(KnowledgeFilter(**rung, tags=tuple(tags or ())), scope=ctx.scope)
@@ -265,15 +296,13 @@ async def recall_lessons(
         seen.update(hit.document_id for hit in added)
         hits += [(index, hit) for hit in added]
         if added:
-            ladder.append({"filters": rung, "added": len(added)})
+            ladder.append(LadderRung(filters=rung, added=len(added)))
         if len(hits) >= enough:
             break
     hits.sort(key=lambda item: (item[0], -item[1].score))
-    lessons = [
-        {"kind": "lesson", "rungIndex": i, **_record(hit, slot_ids, marked)} for i, hit in hits[:max_results]
-    ]
+    lessons = [_record(hit, slot_ids, marked, kind="lesson", rungIndex=i) for i, hit in hits[:max_results]]
     ctx.note_recalled(hit for _, hit in hits[:max_results])
-    supplementary: list[dict[str, Any]] = []
+    supplementary: list[Record] = []
     module = facets.get("project_module")
     if include_knowledge and module and "knowledge" in slot_ids:
         for atom_type in ("bug-root-cause", "feedback-rule"):
@@ -283,26 +312,24 @@ async def recall_lessons(
             except StoreError as exc:
                 errors.append({"supplementary": atom_type, "error": str(exc)})
                 continue
-            supplementary += [
-                {"kind": "knowledge", **_record(hit, slot_ids, marked)} for hit in page.hits[:1]
-            ]
+            supplementary += [_record(hit, slot_ids, marked, kind="knowledge") for hit in page.hits[:1]]
             ctx.note_recalled(page.hits[:1])
-    result: dict[str, Any] = {
-        "query": query,
-        "lessonDataset": LESSON_SLOT,
-        "ladderUsed": ladder,
-        "injectedFilters": {"scope": ctx.scope},
-        "scoreThreshold": score_threshold,
-        "lessonHits": len(lessons),
-        "supplementaryHits": len(supplementary),
-        "totalRecords": len(lessons) + len(supplementary),
-        "errors": errors,
-        "records": lessons + supplementary,
-    }
+    result = RecallResult(
+        query=query,
+        lessonDataset=LESSON_SLOT,
+        ladderUsed=ladder,
+        injectedFilters={"scope": ctx.scope},
+        scoreThreshold=score_threshold,
+        lessonHits=len(lessons),
+        supplementaryHits=len(supplementary),
+        totalRecords=len(lessons) + len(supplementary),
+        errors=errors,
+        records=lessons + supplementary,
+    )
     if best_effort:
-        result["bestEffort"] = True
+        result.bestEffort = True
     if not lessons and not supplementary:
-        result["hint"] = nothing_found(score_threshold)
+        result.hint = nothing_found(score_threshold)
     return result
 
 
@@ -326,8 +353,16 @@ def _check_size(text: str, limit: int | None) -> None:
 
 
 async def _upsert(
-    ctx: KnowledgeContext, slot: str, name: str, text: str, metadata: DocMetadata, origin: str
-) -> dict[str, Any]:
+    ctx: KnowledgeContext,
+    slot: str,
+    name: str,
+    text: str,
+    metadata: DocMetadata,
+    origin: str,
+    result: type[_Saved],
+    **more: Any,
+) -> _Saved:
+    """Save one document, answered as `result` (a save's keys, then `more`)."""
     name = redact(name.strip())
     if not name:
         raise InvalidInput("name", "must not be empty")
@@ -340,24 +375,26 @@ async def _upsert(
         redact_metadata(metadata),
         origin=origin,
     )
-    return {
-        "ok": True,
-        "documentOk": outcome.text_applied,
-        "metadataOk": outcome.metadata_applied,
-        "name": name,
-        "slot": slot_name,
-        "datasetId": (await _slot_ids(ctx.store))[slot_name],
-        "documentId": outcome.document_id,
-        "created": outcome.created,
-        "changed": outcome.changed,
-        "indexingStatus": outcome.indexing_status,
-    }
+    return result(
+        ok=True,
+        documentOk=outcome.text_applied,
+        metadataOk=outcome.metadata_applied,
+        name=name,
+        slot=slot_name,
+        datasetId=(await _slot_ids(ctx.store))[slot_name],
+        documentId=outcome.document_id,
+        created=outcome.created,
+        changed=outcome.changed,
+        indexingStatus=outcome.indexing_status,
+        **more,
+    )
 
 
 async def save_to_dataset(
     ctx: KnowledgeContext, *, dataset: str, name: str, text: str, metadata: dict[str, Any] | None
-) -> dict[str, Any]:
-    return await _upsert(ctx, dataset, name, text, _metadata(metadata, ctx.scope), "save_to_dataset")
+) -> SaveResult:
+    metadata_ = _metadata(metadata, ctx.scope)
+    return await _upsert(ctx, dataset, name, text, metadata_, "save_to_dataset", SaveResult)
 
 
 def lesson_name(scope: str, project_module: str, error_pattern: str) -> str:
@@ -373,7 +410,7 @@ async def save_lesson(
     metadata: dict[str, str],
     tags: list[str] | None,
     evidence: str | None,
-) -> dict[str, Any]:
+) -> LessonResult:
     tag_list = list(tags) if tags else [t.strip() for t in metadata.get("tags", "").split(",") if t.strip()]
     facets = {  # redacted before the lesson's name is made of them
         k: redact(metadata.get(k, "").strip())
@@ -390,43 +427,45 @@ async def save_lesson(
         atom_type=LESSON_TYPE, tags=tuple(dict.fromkeys(tag_list)), scope=ctx.scope, **facets
     )
     name = lesson_name(ctx.scope, facets["project_module"], facets["error_pattern"])
-    result = await _upsert(ctx, LESSON_SLOT, name, "\n".join(lines) + "\n", doc_metadata, "save_lesson")
-    return {**result, "datasetSlot": LESSON_SLOT}
+    text = "\n".join(lines) + "\n"
+    return await _upsert(
+        ctx, LESSON_SLOT, name, text, doc_metadata, "save_lesson", LessonResult, datasetSlot=LESSON_SLOT
+    )
 
 
-async def list_datasets(store: KnowledgeStore) -> dict[str, Any]:
+async def list_datasets(store: KnowledgeStore) -> ListDatasetsResult:
     """Every slot with its id and document count."""
     slots = await store.list_slots()
-    return {
-        "datasets": [
-            {
-                "id": s.id,
-                "name": s.name,
-                "description": s.description,
-                "documentCount": s.document_count,
-                "indexingTechnique": s.indexing_technique,
-            }
+    return ListDatasetsResult(
+        datasets=[
+            DatasetInfo(
+                id=s.id,
+                name=s.name,
+                description=s.description,
+                documentCount=s.document_count,
+                indexingTechnique=s.indexing_technique,
+            )
             for s in slots
         ],
-        "declaredLocally": [{"name": s.name, "configuredId": s.id} for s in slots],
-    }
+        declaredLocally=[SlotRef(name=s.name, configuredId=s.id) for s in slots],
+    )
 
 
-async def create_dataset(store: KnowledgeStore, name: str, description: str) -> dict[str, Any]:
+async def create_dataset(store: KnowledgeStore, name: str, description: str) -> CreateDatasetResult:
     """Create a slot; an existing one is returned unchanged."""
     slot, created = await store.create_slot(name, description)
-    fields = [{"name": f, "ok": True} for f in METADATA_FIELDS]
-    return {
-        "ok": True,
-        "created": created,
-        "dataset": {"id": slot.id, "name": slot.name, "description": slot.description},
-        "metadataSchema": {"installed": fields, "failed": [], "complete": True},
-    }
+    fields = [MetadataField(name=f, ok=True) for f in METADATA_FIELDS]
+    return CreateDatasetResult(
+        ok=True,
+        created=created,
+        dataset=DatasetRef(id=slot.id, name=slot.name, description=slot.description),
+        metadataSchema=MetadataSchema(installed=fields, failed=[], complete=True),
+    )
 
 
 async def set_document_status(
     store: KnowledgeStore, dataset: str, document_id: str, action: Literal["delete", "disable", "enable"]
-) -> dict[str, Any]:
+) -> DocumentStatusResult:
     """Delete, disable or enable one document of a slot (given by name or id)."""
     slot = await resolve_slot(store, dataset)
     if action == "delete":
@@ -440,25 +479,27 @@ async def set_document_status(
     durable = unversioned(store)
     if isinstance(durable, DurableKnowledgeStore):
         waiting = await durable.waiting_change(slot, document_id)
-    return {
-        "ok": True,
-        "datasetId": await slot_id(store, slot),
-        "slot": slot,
-        "documentId": document_id,
-        "result": action + "d",
-        "queued": waiting is not None,
-        "reason": waiting,
-    }
+    return DocumentStatusResult(
+        ok=True,
+        datasetId=await slot_id(store, slot),
+        slot=slot,
+        documentId=document_id,
+        result=_DONE[action],
+        queued=waiting is not None,
+        reason=waiting,
+    )
 
 
-async def supersede(ctx: KnowledgeContext, slot: str, document_id: str, action: str) -> dict[str, Any]:
+async def supersede(
+    ctx: KnowledgeContext, slot: str, document_id: str, action: Literal["disable", "delete"]
+) -> Supersession:
     if action == "delete":
         done = await ctx.store.delete(slot, document_id)
     else:
         done = await ctx.store.set_enabled(slot, document_id, False)
     if not done:
         raise NotFound(f"document {document_id} not found in slot {slot}")
-    return {"documentId": document_id, "action": action, "result": "ok"}
+    return Supersession(documentId=document_id, action=action, result="ok")
 
 
 async def write_memory(
@@ -468,9 +509,9 @@ async def write_memory(
     text: str,
     dataset: str,
     supersedes: str | None,
-    action: str,
+    action: Literal["disable", "delete"],
     require_supersedes: bool,
-) -> dict[str, Any]:
+) -> WriteResult:
     """Write a document; with `supersedes`, retire an older one in the same slot.
 
     The superseded document is checked first, so a wrong id fails before anything is
@@ -480,7 +521,7 @@ async def write_memory(
         raise NotFound(f"document {supersedes} (to supersede) not found in slot {slot}")
     if require_supersedes and supersedes is None:
         raise InvalidInput("supersedes", "is required")
-    result = await _upsert(ctx, slot, name, text, DocMetadata(scope=ctx.scope), "write_memory")
-    if supersedes is not None and supersedes != result["documentId"]:
-        result["supersedes"] = await supersede(ctx, slot, supersedes, action)
+    result = await _upsert(ctx, slot, name, text, DocMetadata(scope=ctx.scope), "write_memory", WriteResult)
+    if supersedes is not None and supersedes != result.documentId:
+        result.supersedes = await supersede(ctx, slot, supersedes, action)
     return result

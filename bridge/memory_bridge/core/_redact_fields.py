@@ -17,11 +17,9 @@ from typing import Any, TypeVar
 from ..stores._base import Entry, EntryRecord, EntryWrite
 from ..stores._knowledge import DocMetadata
 from ..stores._version_log import DocumentVersion
-from ._archive import ArchivedDocument
 from ._redact import redact
 
 __all__ = [
-    "redact_archived",
     "redact_entry",
     "redact_json",
     "redact_metadata",
@@ -83,16 +81,6 @@ def redact_record(record: EntryRecord) -> EntryRecord:
     if entry == record.entry and history == record.history:
         return record
     return dataclasses.replace(record, entry=entry, history=history)
-
-
-def redact_archived(document: ArchivedDocument) -> ArchivedDocument:
-    """An archived document with its name, text and metadata redacted."""
-    return dataclasses.replace(
-        document,
-        name=redact(document.name),
-        text=redact(document.text),
-        metadata=redact_metadata(document.metadata),
-    )
 
 
 def redact_version(version: DocumentVersion) -> DocumentVersion:

@@ -137,9 +137,6 @@ class ScannedFile:
     size: int
     mtime: str
 
-    def to_dict(self) -> dict[str, object]:
-        return {"relPath": self.rel_path, "docName": self.rel_path, "size": self.size, "mtime": self.mtime}
-
 
 def _not_utf8(path: str) -> bool:
     try:

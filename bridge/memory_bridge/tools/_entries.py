@@ -22,9 +22,7 @@ from ..core._fields import (
     Tags,
     Title,
 )
-from ..stores._base import EntryWrite
-from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
-from ._results import (
+from ..core._results import (
     DeleteResult,
     EntryPageResult,
     GetResult,
@@ -34,6 +32,8 @@ from ._results import (
     SearchResult,
     SetResult,
 )
+from ..stores._base import EntryWrite
+from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
 from ._state import ToolContext, state_of
 
 __all__ = ["ENTRY_TOOLS", "entry_tools"]
@@ -73,9 +73,9 @@ async def memory_search(
         )
     finally:
         state.metrics.search_duration.observe(time.perf_counter() - started)
-    if not result["count"]:
+    if not result.count:
         state.metrics.search_empty_total.inc()
-    return SearchResult.model_validate(result)
+    return result
 
 
 @tool("Get a memory entry", READ_ONLY)
@@ -84,7 +84,7 @@ async def memory_get(ctx: ToolContext, id: ExistingId) -> GetResult:
 
     Use the returned `revision` as `if_version` in memory_set to update safely.
     """
-    return GetResult.model_validate(await ops.get_entry(state_of(ctx).store, id))
+    return await ops.get_entry(state_of(ctx).store, id)
 
 
 @tool("Create or update a memory entry", WRITE)
@@ -140,11 +140,11 @@ async def memory_set(
         max_entries_warn=state.settings.max_entries_warn,
         redact_secrets=state.settings.redact_entries,
     )
-    if result.get("error") == "conflict":
+    if result.error == "conflict":
         state.metrics.conflict_total.inc()
-    elif result["ok"] and not result.get("replayed"):
+    elif result.ok and not result.replayed:
         state.metrics.write_total.inc()
-    return SetResult.model_validate(result)
+    return result
 
 
 @tool("List memory entries", READ_ONLY)
@@ -159,16 +159,15 @@ async def memory_list(
     cursor: Annotated[Cursor | None, Field(description="next_cursor of the previous page.")] = None,
 ) -> EntryPageResult:
     """List entries, optionally by type and project; `total` counts all pages."""
-    result = await ops.list_entries(
+    return await ops.list_entries(
         state_of(ctx).store, type=type, project=project, sort=sort, limit=limit, cursor=cursor
     )
-    return EntryPageResult.model_validate(result)
 
 
 @tool("Delete a memory entry", DESTRUCTIVE)
 async def memory_delete(ctx: ToolContext, id: ExistingId) -> DeleteResult:
     """Delete an entry. Its history keeps a tombstone, so memory_rollback can restore it."""
-    return DeleteResult.model_validate(await ops.delete_entry(state_of(ctx).store, id))
+    return await ops.delete_entry(state_of(ctx).store, id)
 
 
 @tool("Show an entry's history", READ_ONLY)
@@ -178,7 +177,7 @@ async def memory_history(
     limit: Annotated[int, Field(gt=0, le=1000, description="How many versions, newest first.")] = 10,
 ) -> HistoryResult:
     """Past versions of an entry, newest first (index 0), including deletions."""
-    return HistoryResult.model_validate(await ops.entry_history(state_of(ctx).store, id, limit))
+    return await ops.entry_history(state_of(ctx).store, id, limit)
 
 
 @tool("Roll an entry back", DESTRUCTIVE)
@@ -193,7 +192,7 @@ async def memory_rollback(
     state = state_of(ctx)
     result = await ops.rollback_entry(state.store, id, version_index)
     state.metrics.write_total.inc()
-    return RollbackResult.model_validate(result)
+    return result
 
 
 @tool("Find entries to prune", READ_ONLY)
@@ -204,8 +203,7 @@ async def memory_prune_candidates(
     cursor: Annotated[Cursor | None, Field(description="next_cursor of the previous page.")] = None,
 ) -> PruneResult:
     """Entries never read and not updated for `days`, oldest first. Changes nothing."""
-    result = await ops.prune_candidates(state_of(ctx).store, days=days, limit=limit, cursor=cursor)
-    return PruneResult.model_validate(result)
+    return await ops.prune_candidates(state_of(ctx).store, days=days, limit=limit, cursor=cursor)
 
 
 ENTRY_TOOLS = entry_tools.names

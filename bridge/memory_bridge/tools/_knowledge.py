@@ -9,13 +9,13 @@ from typing import Annotated, Any, Literal
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core import _absorb, _audit, _consolidate, _document_history, _runlog
+from .. import maintenance
+from ..core import _absorb, _audit, _document_history
 from ..core import _knowledge as kn
 from ..core._fence import fence
 from ..core._freshness import Freshness
 from ..core._knowledge import AtomType
-from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
-from ._results import (
+from ..core._results import (
     AbsorbResult,
     AuditResult,
     ConsolidateResult,
@@ -34,6 +34,7 @@ from ._results import (
     SlotRef,
     WriteResult,
 )
+from ._register import DESTRUCTIVE, READ_ONLY, WRITE, ToolSet
 from ._state import ToolContext, state_of
 
 __all__ = ["KNOWLEDGE_TOOLS", "knowledge_tools"]
@@ -147,7 +148,7 @@ async def search_memory(
     (default: the project's measured threshold) are left out, so an empty result means
     nothing relevant is stored (`hint` says what to try).
     """
-    result = await kn.search_memory(
+    return await kn.search_memory(
         _context(ctx),
         query=query,
         datasets=datasets or datasetIds,
@@ -156,7 +157,6 @@ async def search_memory(
         max_results=maxResults,
         best_effort=bestEffort,
     )
-    return SearchMemoryResult.model_validate(result)
 
 
 @tool("Recall lessons before work", READ_ONLY)
@@ -185,7 +185,7 @@ async def recall_lessons(
         "task_type": task_type,
         "error_pattern": error_pattern,
     }
-    result = await kn.recall_lessons(
+    return await kn.recall_lessons(
         _context(ctx),
         query=query,
         facets={k: v for k, v in facets.items() if v},
@@ -195,7 +195,6 @@ async def recall_lessons(
         max_results=maxResults,
         best_effort=bestEffort,
     )
-    return RecallResult.model_validate(result)
 
 
 @tool("Save a lesson", WRITE)
@@ -213,7 +212,7 @@ async def save_lesson(
     lesson-<scope>-<project_module>-<error_pattern>.md), so repeating a lesson
     refines it instead of piling up copies.
     """
-    result = await kn.save_lesson(
+    return await kn.save_lesson(
         _context(ctx),
         title=title,
         body=body,
@@ -221,7 +220,6 @@ async def save_lesson(
         tags=tags,
         evidence=evidence,
     )
-    return LessonResult.model_validate(result)
 
 
 @tool("Save a document to a slot", WRITE)
@@ -238,10 +236,9 @@ async def save_to_dataset(
     investigations for those. Secrets in the name, the text and the metadata are
     redacted before anything is stored.
     """
-    result = await kn.save_to_dataset(
+    return await kn.save_to_dataset(
         _context(ctx), dataset=dataset, name=name, text=text, metadata=_dump(metadata)
     )
-    return SaveResult.model_validate(result)
 
 
 @tool("Write a document", WRITE)
@@ -258,7 +255,7 @@ async def write_memory(
     With `supersedes`, that document (same slot) is disabled or deleted after the
     write; it is checked first, so a wrong id writes nothing.
     """
-    result = await kn.write_memory(
+    return await kn.write_memory(
         _context(ctx),
         name=name,
         text=text,
@@ -267,7 +264,6 @@ async def write_memory(
         action=supersedesAction,
         require_supersedes=False,
     )
-    return WriteResult.model_validate(result)
 
 
 @tool("Replace a document", WRITE)
@@ -280,7 +276,7 @@ async def update_memory(
     supersedesAction: Literal["disable", "delete"] = "disable",
 ) -> WriteResult:
     """Write a new version of a document and retire the old one (same slot)."""
-    result = await kn.write_memory(
+    return await kn.write_memory(
         _context(ctx),
         name=name,
         text=text,
@@ -289,13 +285,12 @@ async def update_memory(
         action=supersedesAction,
         require_supersedes=True,
     )
-    return WriteResult.model_validate(result)
 
 
 @tool("List knowledge slots", READ_ONLY)
 async def list_datasets(ctx: ToolContext) -> ListDatasetsResult:
     """Every knowledge slot with its id and document count."""
-    return ListDatasetsResult.model_validate(await kn.list_datasets(state_of(ctx).knowledge))
+    return await kn.list_datasets(state_of(ctx).knowledge)
 
 
 @tool("Create a knowledge slot", WRITE)
@@ -305,15 +300,13 @@ async def create_dataset(
     description: Annotated[str | None, Field(max_length=500)] = None,
 ) -> CreateDatasetResult:
     """Create a slot (idempotent: an existing one is returned unchanged)."""
-    result = await kn.create_dataset(state_of(ctx).knowledge, name, description or "")
-    return CreateDatasetResult.model_validate(result)
+    return await kn.create_dataset(state_of(ctx).knowledge, name, description or "")
 
 
 @tool("Delete a document", DESTRUCTIVE)
 async def delete_document(ctx: ToolContext, dataset: Dataset, documentId: DocumentId) -> DocumentStatusResult:
     """Delete a document permanently. Prefer disable_document to retire one reversibly."""
-    result = await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "delete")
-    return DocumentStatusResult.model_validate(result)
+    return await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "delete")
 
 
 @tool("Disable a document", WRITE)
@@ -321,15 +314,13 @@ async def disable_document(
     ctx: ToolContext, dataset: Dataset, documentId: DocumentId
 ) -> DocumentStatusResult:
     """Hide a document from search without deleting it."""
-    result = await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "disable")
-    return DocumentStatusResult.model_validate(result)
+    return await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "disable")
 
 
 @tool("Enable a document", WRITE)
 async def enable_document(ctx: ToolContext, dataset: Dataset, documentId: DocumentId) -> DocumentStatusResult:
     """Make a disabled document searchable again."""
-    result = await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "enable")
-    return DocumentStatusResult.model_validate(result)
+    return await kn.set_document_status(state_of(ctx).knowledge, dataset, documentId, "enable")
 
 
 VersionNumber = Annotated[int, Field(ge=1, le=2**62)]
@@ -384,7 +375,7 @@ async def document_rollback(
         state.knowledge, slot, doc, version, expected_version=expected_version
     )
     state.metrics.write_total.inc()
-    return DocumentRollbackResult.model_validate(result)
+    return result
 
 
 @tool("Audit memory", READ_ONLY, name="audit_memory")
@@ -396,13 +387,12 @@ async def audit_memory_tool(
     """List documents worth retiring (stale plans, missing metadata, old project lore,
     duplicate lessons), with a suggested action each. Changes nothing."""
     state = state_of(ctx)
-    result = await _audit.audit_memory(
+    return await _audit.audit_memory(
         state.knowledge,
         scope=state.settings.project_scope,
         classes=classes,
         stale_lore_days=staleLoreDays or state.settings.audit_lore_stale_days,
     )
-    return AuditResult.model_validate(result)
 
 
 @tool("Project memory consolidation", READ_ONLY)
@@ -418,7 +408,7 @@ async def consolidate_memory(
     while a slot has no policy or one other than refine or none."""
     state = state_of(ctx)
     settings = state.settings
-    result = await _consolidate.consolidate_memory(
+    return await maintenance.consolidate_memory(
         state.knowledge,
         scope=settings.project_scope,
         slots=slots,
@@ -427,7 +417,6 @@ async def consolidate_memory(
         archive_age_days=settings.consolidate_archive_age_days,
         now=time.time(),
     )
-    return ConsolidateResult.model_validate(result)
 
 
 @tool("Scan workspace documents", READ_ONLY)
@@ -439,10 +428,7 @@ async def scan_documents(
     """Documentation files in the project that absorb_files could add (symlinks skipped;
     private files, such as git-ignored or secret ones, listed apart under `refused`)."""
     settings = state_of(ctx).settings
-    result = await _absorb.scan_documents(
-        Path(settings.project), include, ignore, allow=settings.absorb_allow
-    )
-    return ScanResult.model_validate(result)
+    return await _absorb.scan_documents(Path(settings.project), include, ignore, allow=settings.absorb_allow)
 
 
 @tool("Absorb workspace files", WRITE)
@@ -460,7 +446,7 @@ async def absorb_files(
     well-known secret files such as .env or keys) are refused per file with the reason;
     secrets in what is absorbed are redacted."""
     settings = state_of(ctx).settings
-    result = await _absorb.absorb_files(
+    return await _absorb.absorb_files(
         _context(ctx),
         Path(settings.project),
         files,
@@ -469,7 +455,6 @@ async def absorb_files(
         max_file_bytes=settings.absorb_max_file_bytes,
         allow=settings.absorb_allow,
     )
-    return AbsorbResult.model_validate(result)
 
 
 @tool("Show memory configuration", READ_ONLY)
@@ -501,8 +486,7 @@ async def cron_health(
     run, the last success and failure, recent runs and open escalations (the same error
     three runs in a row). Reads the job's records; changes nothing."""
     project = state_of(ctx).settings.project
-    report = await anyio.to_thread.run_sync(lambda: _runlog.cron_health(project, limit=limit))
-    return CronHealthResult.model_validate(report)
+    return await anyio.to_thread.run_sync(lambda: maintenance.cron_health(project, limit=limit))
 
 
 KNOWLEDGE_TOOLS = knowledge_tools.names

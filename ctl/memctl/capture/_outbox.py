@@ -68,5 +68,5 @@ async def deliver(dirs: CaptureDirs, ctx: KnowledgeContext) -> Delivery:
             failed.append({"name": doc["name"], "error": str(exc)})
             continue
         path.unlink()
-        delivered.append({"slot": result["slot"], "name": result["name"], "documentId": result["documentId"]})
+        delivered.append({"slot": result.slot, "name": result.name, "documentId": result.documentId})
     return Delivery(delivered, 0, failed)

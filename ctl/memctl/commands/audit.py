@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memory_bridge import ConfigError
-from memory_bridge.core import AUDIT_CLASSES, audit_memory, retire
+from memory_bridge.core import AUDIT_CLASSES, Finding, audit_memory, retire
 from memory_bridge.stores import KnowledgeStore, open_knowledge_store
 
 from .._refs import document_ref
@@ -21,17 +21,15 @@ from ._options import project_option
 from ._output import console, emit_json, json_option
 from ._tables import Column, fitted_table
 
-Finding = dict[str, Any]
-
 
 def _table(findings: list[Finding]) -> Table:
     columns = (Column("class"), Column("document"), Column("reason"), Column("suggested", drop=1))
     rows = [
         (
-            Text(f["class"]),
-            Text(document_ref(f["slot"], f["name"])),
-            Text(f["reason"]),
-            Text(f["suggested_action"]),
+            Text(f.class_),
+            Text(document_ref(f.slot, f.name)),
+            Text(f.reason),
+            Text(f.suggested_action),
         )
         for f in findings
     ]
@@ -44,11 +42,11 @@ def _confirmed(findings: list[Finding], yes: bool) -> list[Finding]:
         return findings
     by_class: dict[str, list[Finding]] = defaultdict(list)
     for f in findings:
-        by_class[f["class"]].append(f)
+        by_class[f.class_].append(f)
     chosen: list[Finding] = []
     try:
         for cls, members in by_class.items():
-            action = members[0]["suggested_action"]
+            action = members[0].suggested_action
             answer = click.prompt(
                 f"{action} {len(members)} document(s) of class {cls}? [a]ll, [e]ach, [s]kip",
                 type=click.Choice(["a", "e", "s"]),
@@ -61,7 +59,7 @@ def _confirmed(findings: list[Finding], yes: bool) -> list[Finding]:
                 chosen += [
                     f
                     for f in members
-                    if click.confirm(f"  {f['suggested_action']} {f['slot']}/{f['name']}?", default=False)
+                    if click.confirm(f"  {f.suggested_action} {f.slot}/{f.name}?", default=False)
                 ]
     except click.Abort:  # end of input: nothing more is confirmed
         click.echo("", err=True)
@@ -79,27 +77,23 @@ async def _run(
     settings = provisioned_settings(project)
     store: KnowledgeStore = open_knowledge_store(settings)
     try:
-        report = await audit_memory(
+        found = await audit_memory(
             store,
             scope=settings.project_scope,
             classes=list(classes) or None,
             stale_lore_days=stale_days or settings.audit_lore_stale_days,
         )
         if not as_json:
-            console.print(_table(report["findings"]))
+            console.print(_table(found.findings))
         applied: list[Finding] = []
-        if apply and report["findings"]:
-            chosen = await anyio.to_thread.run_sync(_confirmed, report["findings"], yes)
+        if apply and found.findings:
+            chosen = await anyio.to_thread.run_sync(_confirmed, found.findings, yes)
             for finding in chosen:
                 if await retire(store, finding):
                     applied.append(finding)
+        report: dict[str, Any] = found.model_dump()
         report["applied"] = [
-            {
-                "slot": f["slot"],
-                "documentId": f["documentId"],
-                "name": f["name"],
-                "action": f["suggested_action"],
-            }
+            {"slot": f.slot, "documentId": f.documentId, "name": f.name, "action": f.suggested_action}
             for f in applied
         ]
         report["changed"] = bool(applied)

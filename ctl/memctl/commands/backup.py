@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 import click
 
-from memory_bridge.core import Manifest
-from memory_bridge.core import backup as write_backup
+from memory_bridge.maintenance import Manifest
+from memory_bridge.maintenance import backup as write_backup
 from memory_bridge.stores import open_stores
 
 from ..provision._project import provisioned_settings

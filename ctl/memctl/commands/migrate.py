@@ -11,7 +11,7 @@ import click
 from rich.table import Table
 
 from memory_bridge import load_settings
-from memory_bridge.core import MigrationStep, migrate, plan_migrations
+from memory_bridge.maintenance import MigrationStep, migrate, plan_migrations
 
 from .._errors import ExitStatus
 from ..provision._inventory import Inventory

@@ -9,7 +9,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from memory_bridge import load_settings, open_entry_store
-from memory_bridge.core import TransferReport, copy_entries
+from memory_bridge.maintenance import TransferReport, copy_entries
 
 from .._errors import ExitStatus
 from ..provision._project import current_project

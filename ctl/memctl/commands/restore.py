@@ -11,8 +11,8 @@ import click
 from rich.table import Table
 
 from memory_bridge import ConfigError, Settings, load_settings, pinned_scope, write_scope
-from memory_bridge.core import RestoreMode, RestoreReport
-from memory_bridge.core import restore as run_restore
+from memory_bridge.maintenance import RestoreMode, RestoreReport
+from memory_bridge.maintenance import restore as run_restore
 from memory_bridge.stores import open_stores
 
 from .._errors import ExitStatus

@@ -1,6 +1,6 @@
 """The compact-entries step of `memctl maintain`: entry compaction on the project's entry store.
 
-The work is `memory_bridge.core.compact_entries`; this maps its outcome onto the job's step
+The work is `memory_bridge.maintenance.compact_entries`; this maps its outcome onto the job's step
 record: `ok` (or `dry-run`) for memory-mcp's OK, `failed` with the reason for BUDGET,
 TRUNCATED, PARTIAL and a store that fails (MCP), `timeout` past the step timeout. The step's
 `exit_code` is memory-mcp's exit code for the outcome; LOCKED is the job's own lock.
@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 
 from memory_bridge import Settings, StoreError
-from memory_bridge.core import COMPACT_EXIT_CODES, StepRecord, compact_entries, undo_compaction
+from memory_bridge.maintenance import COMPACT_EXIT_CODES, StepRecord, compact_entries, undo_compaction
 from memory_bridge.stores import entry_store_scheme, open_entry_store, sqlite_path
 
 __all__ = ["NAME", "compact_step", "undo_entries"]

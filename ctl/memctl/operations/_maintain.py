@@ -3,10 +3,10 @@
 A run takes the project's maintenance lock, then runs its steps in order, each in its own
 process group with a time limit: compile of the captured sessions first, then the
 maintenance passes. The passes run in this process, each within the step time limit: those
-that need no LLM (`memory_bridge.core.run_passes`, `flag_similar`), those that ask the
+that need no LLM (`memory_bridge.maintenance.run_passes`, `flag_similar`), those that ask the
 capture LLM (`run_llm_passes` with `_maintain_llm`'s judge; skipped without a provider),
 and entry compaction (`_compact`, last). Every run that is not a dry run writes one
-redacted record (`memory_bridge.core.record_run`), which `memctl status` and the
+redacted record (`memory_bridge.maintenance.record_run`), which `memctl status` and the
 `cron_health` tool read, and, beside it, every document's and entry's state before the run
 changed it (`undo/<run>.json`, not redacted: it is what `--undo` writes back).
 """
@@ -30,7 +30,8 @@ import anyio
 import psutil
 
 from memory_bridge import ConfigError, InvalidInput, NotFound, Settings, write_atomically
-from memory_bridge.core import (
+from memory_bridge.core import redact
+from memory_bridge.maintenance import (
     LLM_PASSES,
     NO_LLM_PASSES,
     SIMILARITY_PASS,
@@ -43,7 +44,6 @@ from memory_bridge.core import (
     last_success_at,
     maintain_dir,
     record_run,
-    redact,
     run_llm_passes,
     run_passes,
     thin_versions,

@@ -14,7 +14,7 @@ import anyio
 from pydantic import BaseModel
 
 from memory_bridge import Settings
-from memory_bridge.core import MergeVerdict, RefreshVerdict
+from memory_bridge.maintenance import MergeVerdict, RefreshVerdict
 
 from .._errors import AnswerInvalid
 from ..capture._llm import Provider, ask, make_provider
@@ -28,7 +28,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class LlmJudge:
-    """`memory_bridge.core.Judge` with the capture provider."""
+    """`memory_bridge.maintenance.Judge` with the capture provider."""
 
     def __init__(self, provider: Provider, settings: Settings) -> None:
         self.provider = provider

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from memory_bridge import ConfigError, Settings, StoreError
-from memory_bridge.core import cron_health
+from memory_bridge.maintenance import cron_health
 from memory_bridge.stores import EntryStore, KnowledgeStore, VersionedKnowledgeStore, open_stores
 from memory_bridge.stores.dify import DurableKnowledgeStore
 
@@ -111,14 +111,14 @@ def maintenance_status(project: Path) -> dict[str, Any]:
     """The maintenance job: last success, last failure, open escalations (from its records)."""
     health = cron_health(project, limit=1)
     return {
-        "healthy": health["healthy"],
-        "summary": health["summary"],
-        "last_success_at": iso_time(health["lastSuccessAt"]),
-        "last_failure_at": iso_time(health["lastFailureAt"]),
+        "healthy": health.healthy,
+        "summary": health.summary,
+        "last_success_at": iso_time(health.lastSuccessAt),
+        "last_failure_at": iso_time(health.lastFailureAt),
         "open_escalations": [
             {k: e.get(k) for k in ("signature", "failures", "last_error", "report")}
             | {"opened_at": iso_time(e.get("opened_at"))}
-            for e in health["escalations"]
+            for e in health.escalations
             if e.get("status") == "open"
         ],
     }

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 
 from memory_bridge import Settings, open_entry_store, private_dir
-from memory_bridge.core import user_version
+from memory_bridge.maintenance import user_version
 from memory_bridge.stores import open_knowledge_store, sqlite_path
 from memory_bridge.stores.sqlite import KNOWLEDGE_SCHEMA_VERSION, SCHEMA_VERSION
 

@@ -264,9 +264,9 @@ async def document_rollback(view: View) -> Response:
     done = await rollback_document(
         view.items.knowledge, slot, name, version, expected_version=view.field_number("expected_version")
     )
-    back = " (it was deleted and is back)" if done["undeleted"] else ""
-    note = f"{slot}/{name}: version {version} restored as version {done['version']}{back}"
-    return _back(f"/document/{quote(done['documentId'], safe='')}", note)
+    back = " (it was deleted and is back)" if done.undeleted else ""
+    note = f"{slot}/{name}: version {version} restored as version {done.version}{back}"
+    return _back(f"/document/{quote(done.documentId, safe='')}", note)
 
 
 async def entry_restore(view: View) -> Response:

@@ -10,6 +10,7 @@ import pytest
 PUBLIC_PACKAGES = [
     "memory_bridge",
     "memory_bridge.core",
+    "memory_bridge.maintenance",
     "memory_bridge.search",
     "memory_bridge.stores",
     "memory_bridge.stores.dify",

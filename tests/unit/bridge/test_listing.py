@@ -123,6 +123,6 @@ def test_the_key_changes_with_any_source_of_the_bridge(
     key = listing.listing_key.__wrapped__()
     assert key == listing.listing_key()
 
-    tool_module = package / "tools" / "_results.py"
+    tool_module = package / "core" / "_results.py"
     tool_module.write_text(tool_module.read_text() + "\n# changed\n")
     assert listing.listing_key.__wrapped__() != key

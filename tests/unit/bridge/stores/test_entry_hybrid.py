@@ -28,9 +28,11 @@ async def put(store: SqliteEntryStore, id: str, title: str, body: str) -> None:
 
 
 async def search(store: SqliteEntryStore, query: str) -> dict[str, Any]:
-    return await ops.search_entries(
-        store, tags=None, type=None, project=None, query=query, limit=10, cursor=None
-    )
+    return (
+        await ops.search_entries(
+            store, tags=None, type=None, project=None, query=query, limit=10, cursor=None
+        )
+    ).model_dump()
 
 
 async def test_no_word_in_common_finds_the_entry_by_meaning(tmp_path: Path, minilm: LazyEmbedder) -> None:

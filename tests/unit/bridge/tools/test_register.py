@@ -14,8 +14,8 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from memory_bridge import StoreUnavailable, load_settings, open_state
+from memory_bridge.core._results import ToolResult
 from memory_bridge.tools._register import READ_ONLY, WRITE, ToolSet, add_tools
-from memory_bridge.tools._results import ToolResult
 from memory_bridge.tools._state import AppState, ToolContext, state_of
 
 pytestmark = pytest.mark.anyio

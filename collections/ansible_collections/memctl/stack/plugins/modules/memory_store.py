@@ -74,7 +74,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
 
         import memory_bridge as bridge
         from memctl.api import stores
-        from memory_bridge import core
+        from memory_bridge.maintenance import migrate, plan_migrations
     except ImportError as exc:
         memctl_missing(module, exc)
     workspace = Path(module.params["workspace"])
@@ -84,14 +84,14 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         settings = bridge.load_settings(project=workspace)
         if module.check_mode:
             states = stores.embedded_states(settings)
-            pending = [asdict(step) for step in anyio.run(core.plan_migrations, settings) if step.pending]
+            pending = [asdict(step) for step in anyio.run(plan_migrations, settings) if step.pending]
             return {
                 "changed": bool(pending) or not all(state.current for state in states),
                 "stores": [_state(state, None) for state in states],
                 "pending": pending,
             }
         before = stores.embedded_states(settings)
-        applied, _ = anyio.run(core.migrate, settings)
+        applied, _ = anyio.run(migrate, settings)
         url = stores.prepare_stores(settings)
         pinned = bridge.pin_scope(settings)
         after = {state.kind: state.version for state in stores.embedded_states(settings)}
@@ -108,7 +108,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
             result["smoke"] = report
             if report["saved"] == "created":
                 result["changed"] = True
-                more, _ = anyio.run(core.migrate, settings)  # the setup entry's vector
+                more, _ = anyio.run(migrate, settings)  # the setup entry's vector
                 applied += more
         result["applied"] = [asdict(step) for step in applied]
         result["pending"] = []

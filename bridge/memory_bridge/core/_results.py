@@ -1,4 +1,4 @@
-"""The tools' result models: each tool's output schema, and the seeds' result objects.
+"""The tool operations' result models: each tool's output schema, and the seeds' result objects.
 
 A model serialises exactly the keys it was built with, in declaration order: a key a
 result leaves out stays out (not `null`), and a key given as `None` is `null`. So the
@@ -11,9 +11,12 @@ puts them.
 from __future__ import annotations
 
 import functools
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from ..stores._base import Entry
+from ..stores._knowledge import DocMetadata
 
 __all__ = [
     "AbsorbResult",
@@ -86,6 +89,24 @@ class EntryModel(ToolResult):
     hits: int
     ttl: str = Field(description='Seconds until expiry, as a string; "" when the entry does not expire.')
 
+    @classmethod
+    def of(cls, entry: Entry, **more: Any) -> Self:
+        """An entry as a result carries it, with a subclass's `more` fields."""
+        return cls(
+            id=entry.id,
+            title=entry.title,
+            body=entry.body,
+            type=entry.type,
+            tags=list(entry.tags),
+            source=entry.source,
+            project=entry.project,
+            created=entry.created,
+            updated=entry.updated,
+            hits=entry.hits,
+            ttl=entry.ttl,
+            **more,
+        )
+
 
 class GetResult(EntryModel):
     revision: int
@@ -100,9 +121,9 @@ class EntryPageResult(ToolResult):
 
 class SearchResult(EntryPageResult):
     match: Literal["all", "any", "semantic", "none"] | None = Field(
-        None, description="How the query matched (present when a query was given)."
+        default=None, description="How the query matched (present when a query was given)."
     )
-    degraded: str | None = Field(None, description="Why ranking fell back to keywords, if it did.")
+    degraded: str | None = Field(default=None, description="Why ranking fell back to keywords, if it did.")
 
 
 class SetResult(ToolResult):
@@ -113,11 +134,15 @@ class SetResult(ToolResult):
     id: str
     operation: str | None = None
     revision: int | None = None
-    replayed: bool | None = Field(None, description="True when an operation_id replayed an earlier write.")
+    replayed: bool | None = Field(
+        default=None, description="True when an operation_id replayed an earlier write."
+    )
     warning: str | None = None
-    current_revision: int | None = Field(None, description="On a conflict: the entry's revision now.")
-    expected_version: int | None = Field(None, description="On a conflict: the if_version given.")
-    recorded_id: str | None = Field(None, description="On operation_id_mismatch: the id it was used for.")
+    current_revision: int | None = Field(default=None, description="On a conflict: the entry's revision now.")
+    expected_version: int | None = Field(default=None, description="On a conflict: the if_version given.")
+    recorded_id: str | None = Field(
+        default=None, description="On operation_id_mismatch: the id it was used for."
+    )
 
 
 class DeleteResult(ToolResult):
@@ -169,12 +194,27 @@ class Metadata(ToolResult):
     error_pattern: str
     scope: str
 
+    @classmethod
+    def of(cls, metadata: DocMetadata) -> Metadata:
+        """A document's metadata as a result carries it."""
+        return cls(
+            atom_type=metadata.atom_type,
+            tags=list(metadata.tags),
+            project_module=metadata.project_module,
+            language=metadata.language,
+            task_type=metadata.task_type,
+            error_pattern=metadata.error_pattern,
+            scope=metadata.scope,
+        )
+
 
 class Record(ToolResult):
     """One passage found, fenced as untrusted data in `content`."""
 
-    kind: Literal["lesson", "knowledge"] | None = Field(None, description="recall_lessons only.")
-    rungIndex: int | None = Field(None, description="recall_lessons: the ladder rung that found a lesson.")
+    kind: Literal["lesson", "knowledge"] | None = Field(default=None, description="recall_lessons only.")
+    rungIndex: int | None = Field(
+        default=None, description="recall_lessons: the ladder rung that found a lesson."
+    )
     datasetId: str
     slot: str
     score: float
@@ -189,7 +229,8 @@ class Record(ToolResult):
     metadata: Metadata
     content: str
     bestEffort: bool | None = Field(
-        None, description="True: scored under the threshold, returned only because bestEffort was asked."
+        default=None,
+        description="True: scored under the threshold, returned only because bestEffort was asked.",
     )
 
 
@@ -206,9 +247,9 @@ class SearchMemoryResult(ToolResult):
     errors: list[dict[str, Any]]
     totalRecords: int
     records: list[Record]
-    bestEffort: bool | None = Field(None, description=_BEST_EFFORT)
-    hint: str | None = Field(None, description=_HINT)
-    degraded: str | None = Field(None, description="Why dense retrieval was unavailable, if it was.")
+    bestEffort: bool | None = Field(default=None, description=_BEST_EFFORT)
+    hint: str | None = Field(default=None, description=_HINT)
+    degraded: str | None = Field(default=None, description="Why dense retrieval was unavailable, if it was.")
 
 
 class LadderRung(ToolResult):
@@ -227,8 +268,8 @@ class RecallResult(ToolResult):
     totalRecords: int
     errors: list[dict[str, Any]]
     records: list[Record]
-    bestEffort: bool | None = Field(None, description=_BEST_EFFORT)
-    hint: str | None = Field(None, description=_HINT)
+    bestEffort: bool | None = Field(default=None, description=_BEST_EFFORT)
+    hint: str | None = Field(default=None, description=_HINT)
 
 
 class SaveResult(ToolResult):
@@ -257,7 +298,7 @@ class Supersession(ToolResult):
 
 
 class WriteResult(SaveResult):
-    supersedes: Supersession | None = Field(None, description="The document retired, if any.")
+    supersedes: Supersession | None = Field(default=None, description="The document retired, if any.")
 
 
 class DatasetInfo(ToolResult):
@@ -309,9 +350,9 @@ class DocumentStatusResult(ToolResult):
     documentId: str
     result: Literal["deleted", "disabled", "enabled"]
     queued: bool = Field(
-        False, description="True: Dify could not take the change yet; it waits and is applied later."
+        default=False, description="True: Dify could not take the change yet; it waits and is applied later."
     )
-    reason: str | None = Field(None, description="Why a queued change waits.")
+    reason: str | None = Field(default=None, description="Why a queued change waits.")
 
 
 class DocumentVersionModel(ToolResult):
@@ -491,7 +532,7 @@ class MemoryConfig(ToolResult):
 
 
 class CronHealthResult(ToolResult):
-    """The maintenance job's health (`memory_bridge.core.cron_health`)."""
+    """The maintenance job's health (`memory_bridge.maintenance.cron_health`)."""
 
     ok: bool
     healthy: bool

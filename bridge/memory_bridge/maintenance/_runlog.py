@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._files import MEMORY_DIR, private_dir, write_atomically
-from ._redact import redact
+from ..core._redact import redact
+from ..core._results import CronHealthResult
 
 __all__ = [
     "ESCALATE_AFTER",
@@ -234,48 +235,54 @@ def last_success_at(project: Path) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def cron_health(project: Path, *, limit: int = 20) -> dict[str, Any]:
+def cron_health(project: Path, *, limit: int = 20) -> CronHealthResult:
     """The job's health, in the shape of the seed's `cron_health` (see docs/maintenance.md)."""
     root = maintain_dir(project)
     log_path = root / "runs.jsonl"
-    base: dict[str, Any] = {
-        "ok": True,
-        "healthy": True,
-        "stateDir": str(root),
-        "logPath": str(log_path),
-        "lastAttempt": None,
-        "lastSuccessAt": None,
-        "lastFailureAt": None,
-        "recent": [],
-        "escalations": [],
-        "openEscalations": 0,
-    }
     if root.exists() and not root.is_dir():
-        summary = f"cannot assess: state dir {root} is not a present directory"
-        return {**base, "ok": False, "healthy": False, "summary": summary}
+        return CronHealthResult(
+            ok=False,
+            healthy=False,
+            summary=f"cannot assess: state dir {root} is not a present directory",
+            stateDir=str(root),
+            logPath=str(log_path),
+            lastAttempt=None,
+            lastSuccessAt=None,
+            lastFailureAt=None,
+            recent=[],
+            escalations=[],
+            openEscalations=0,
+        )
     index = _read_json(root / "escalations.json", {})
     escalations = list(index.get("escalations") or [])
     open_ = [e for e in escalations if e.get("status") == "open"]
     runs = _read_runs(log_path)
     successes = [r["finished_at"] for r in runs if r.get("ok")]
     failures = [r["finished_at"] for r in runs if not r.get("ok")]
-    report = {
-        **base,
-        "lastAttempt": runs[-1] if runs else None,
-        "lastSuccessAt": _iso(successes[-1]) if successes else None,
-        "lastFailureAt": _iso(failures[-1]) if failures else None,
-        "recent": runs[-limit:],
-        "escalations": escalations,
-        "openEscalations": len(open_),
-    }
+    healthy, summary = _verdict(open_, runs)
+    return CronHealthResult(
+        ok=True,
+        healthy=healthy,
+        summary=summary,
+        stateDir=str(root),
+        logPath=str(log_path),
+        lastAttempt=runs[-1] if runs else None,
+        lastSuccessAt=_iso(successes[-1]) if successes else None,
+        lastFailureAt=_iso(failures[-1]) if failures else None,
+        recent=runs[-limit:],
+        escalations=escalations,
+        openEscalations=len(open_),
+    )
+
+
+def _verdict(open_: list[dict[str, Any]], runs: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Whether the job is healthy, and the summary that says why."""
     if open_:
         newest = max(open_, key=lambda e: e["opened_at"])
-        summary = f"UNRESOLVED: {len(open_)} open escalation(s); newest report {newest['report']}"
-        return {**report, "healthy": False, "summary": summary}
+        return False, f"UNRESOLVED: {len(open_)} open escalation(s); newest report {newest['report']}"
     if not runs:
-        return {**report, "summary": "no maintenance runs logged yet"}
+        return True, "no maintenance runs logged yet"
     last = runs[-1]
     if not last.get("ok"):
-        summary = f"UNRESOLVED FAILURE at {_iso(last['finished_at'])}: {last.get('error')}"
-        return {**report, "healthy": False, "summary": summary}
-    return {**report, "summary": f"healthy: last run succeeded at {_iso(last['finished_at'])}"}
+        return False, f"UNRESOLVED FAILURE at {_iso(last['finished_at'])}: {last.get('error')}"
+    return True, f"healthy: last run succeeded at {_iso(last['finished_at'])}"

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from memory_bridge.core import RunRecord, StepRecord, cron_health, error_signature, maintain_dir, record_run
+from memory_bridge.maintenance import (
+    RunRecord,
+    StepRecord,
+    cron_health,
+    error_signature,
+    maintain_dir,
+    record_run,
+)
 
 
 @pytest.mark.parametrize(
@@ -43,11 +50,12 @@ def test_a_torn_line_is_skipped_and_a_state_dir_that_is_a_file_is_reported(tmp_p
     with (maintain_dir(tmp_path) / "runs.jsonl").open("a") as handle:
         handle.write('{"run_id": "torn", "fini')
     report = cron_health(tmp_path)
-    assert report["healthy"] and [r["run_id"] for r in report["recent"]] == ["r1"]
+    assert report.healthy and [r["run_id"] for r in report.recent] == ["r1"]
 
     elsewhere = tmp_path / "other"
     (elsewhere / ".memory").mkdir(parents=True)
     maintain_dir(elsewhere).write_text("not a directory")
     broken = cron_health(elsewhere)
-    assert broken["ok"] is False and broken["summary"].startswith("cannot assess: state dir ")
-    assert json.dumps(broken)  # still the tool's shape
+    assert broken.ok is False and broken.summary.startswith("cannot assess: state dir ")
+    # still the tool's shape
+    assert json.loads(broken.model_dump_json())["stateDir"] == str(maintain_dir(elsewhere))

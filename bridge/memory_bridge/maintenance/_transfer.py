@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .._errors import Conflict
+from ..core._redact_fields import redact_record
 from ..stores._base import EntryRecord, EntryStore
-from ._redact_fields import redact_record
 
 __all__ = ["Fingerprint", "TransferReport", "copy_entries", "fingerprint", "same_fingerprint", "verify_copy"]
 

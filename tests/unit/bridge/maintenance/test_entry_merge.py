@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory_bridge import Conflict, EntryStore, EntryWrite, load_settings, open_entry_store
-from memory_bridge.core._entry_merge import merge_entry, seen
+from memory_bridge.maintenance._entry_merge import merge_entry, seen
 from memory_bridge.stores import EntryRecord
 
 pytestmark = pytest.mark.anyio

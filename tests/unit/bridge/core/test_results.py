@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pydantic_core
 
-from memory_bridge.tools._results import AbsorbResult, AuditResult, HistoryResult, SearchResult, SetResult
+from memory_bridge.core._results import AbsorbResult, AuditResult, HistoryResult, SearchResult, SetResult
 
 
 def test_an_absent_key_stays_absent_and_a_null_one_stays_null() -> None:

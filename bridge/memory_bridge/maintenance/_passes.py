@@ -28,11 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import StoreError
+from ..core._audit import project_documents
+from ..core._redact import redact
+from ..core._redact_fields import redact_metadata
+from ..core._results import Refusal
 from ..stores._knowledge import MARK_FIELDS, DocMetadata, Document, KnowledgeStore
-from ._audit import project_documents
 from ._consolidate import is_stale, refine_slots, slot_candidates
-from ._redact import redact
-from ._redact_fields import redact_metadata
 
 __all__ = ["ARCHIVE_BODY_MAX", "NO_LLM_PASSES", "PassReport", "run_passes", "undo_changes"]
 
@@ -74,7 +75,7 @@ SlotWork = Callable[[str, list[Document], Actions], Awaitable[None]]
 
 async def each_refine_slot(
     store: KnowledgeStore,
-    slots: tuple[Sequence[str], Sequence[Mapping[str, Any]]],
+    slots: tuple[Sequence[str], Sequence[Refusal]],
     report: PassReport,
     scope: str,
     work: SlotWork,
@@ -87,7 +88,7 @@ async def each_refine_slot(
     no slot runs. A SlotSkipped is a skip; an exception of `failures` is an error of its
     slot, and the other slots still run."""
     refine, refusals = slots
-    report.errors += [str(r["message"]) for r in refusals]
+    report.errors += [r.message for r in refusals]
     for slot in [] if refusals else refine:
         actions: Actions = []
         try:

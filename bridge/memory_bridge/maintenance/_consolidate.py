@@ -16,13 +16,21 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .._errors import StoreError
+from ..core._audit import project_documents
+from ..core._freshness import MONTH_DAYS, STALE_TYPES
+from ..core._knowledge import resolve_slot
+from ..core._results import (
+    ConsolidateCandidates,
+    ConsolidateResult,
+    DocRef,
+    DuplicatePair,
+    Refusal,
+    SlotProjection,
+    StaleCandidate,
+)
 from ..stores._knowledge import Document, KnowledgeStore
-from ._audit import project_documents
-from ._freshness import MONTH_DAYS, STALE_TYPES
-from ._knowledge import resolve_slot
 
 __all__ = [
     "DEFAULT_POLICIES",
@@ -47,28 +55,26 @@ _DAY = 86_400.0
 _SHOWN = 50  # candidates listed per kind and slot (the counts are complete)
 
 
-def _policies(
-    slots: Sequence[str], declared: Mapping[str, str]
-) -> tuple[dict[str, str], list[dict[str, str]]]:
+def _policies(slots: Sequence[str], declared: Mapping[str, str]) -> tuple[dict[str, str], list[Refusal]]:
     """Each slot's policy, and the refusals: a policy that is not refine or none, a slot
     with neither a declared nor a built-in policy."""
     merged = {**DEFAULT_POLICIES, **declared}
     refusals = [
-        {
-            "code": "policy-invalid",
-            "slot": slot,
-            "message": f"consolidate policy {value!r} of slot {slot!r} is not one of {', '.join(POLICIES)}",
-        }
+        Refusal(
+            code="policy-invalid",
+            slot=slot,
+            message=f"consolidate policy {value!r} of slot {slot!r} is not one of {', '.join(POLICIES)}",
+        )
         for slot, value in sorted(declared.items())
         if value not in POLICIES
     ]
     refusals += [
-        {
-            "code": "policy-undeclared-slot",
-            "slot": slot,
-            "message": f"slot {slot!r} has no consolidate policy: declare it as refine or none "
+        Refusal(
+            code="policy-undeclared-slot",
+            slot=slot,
+            message=f"slot {slot!r} has no consolidate policy: declare it as refine or none "
             f'(setting consolidate_policies, e.g. MEMCTL_CONSOLIDATE_POLICIES=\'{{"{slot}": "none"}}\')',
-        }
+        )
         for slot in slots
         if slot not in merged
     ]
@@ -85,8 +91,8 @@ def _lesson_key(doc: Document) -> str | None:
     return "|".join(parts) if meta.atom_type == _LESSON and all(parts) else None
 
 
-def _brief(doc: Document) -> dict[str, Any]:
-    return {"documentId": doc.id, "name": doc.name}
+def _brief(doc: Document) -> DocRef:
+    return DocRef(documentId=doc.id, name=doc.name)
 
 
 @dataclass(frozen=True)
@@ -163,31 +169,34 @@ def slot_candidates(
 
 def _project(
     docs: list[Document], now: float, stale_after_months: float, archive_age_days: float
-) -> dict[str, Any]:
+) -> SlotProjection:
     found = slot_candidates(docs, now, stale_after_months, archive_age_days)
-    return {
-        "workingSetSize": len(found.active),
-        "disabledCount": len(docs) - len(found.active),
-        "lessonKeyDuplicateCandidates": len(found.duplicates),
-        "staleCandidates": len(found.stale),
-        "compressArchivedCandidatesApprox": len(found.archived),
-        "candidates": {
-            "lessonKeyDuplicates": [
-                {"lessonKey": key, "keeper": _brief(keeper), "loser": _brief(loser)}
-                for key, keeper, loser in found.duplicates[:_SHOWN]
-            ],
-            "stale": [
-                {**_brief(d), "atomType": d.metadata.atom_type, "recallCount": d.recall_count}
-                for d in found.stale[:_SHOWN]
-            ],
-            "compressArchived": [_brief(d) for d in found.archived[:_SHOWN]],
-        },
-    }
+    candidates = ConsolidateCandidates(
+        lessonKeyDuplicates=[
+            DuplicatePair(lessonKey=key, keeper=_brief(keeper), loser=_brief(loser))
+            for key, keeper, loser in found.duplicates[:_SHOWN]
+        ],
+        stale=[
+            StaleCandidate(
+                documentId=d.id, name=d.name, atomType=d.metadata.atom_type, recallCount=d.recall_count
+            )
+            for d in found.stale[:_SHOWN]
+        ],
+        compressArchived=[_brief(d) for d in found.archived[:_SHOWN]],
+    )
+    return SlotProjection(
+        workingSetSize=len(found.active),
+        disabledCount=len(docs) - len(found.active),
+        lessonKeyDuplicateCandidates=len(found.duplicates),
+        staleCandidates=len(found.stale),
+        compressArchivedCandidatesApprox=len(found.archived),
+        candidates=candidates,
+    )
 
 
 async def refine_slots(
     store: KnowledgeStore, slots: Sequence[str] | None, policies: Mapping[str, str]
-) -> tuple[dict[str, str], list[str], list[dict[str, str]]]:
+) -> tuple[dict[str, str], list[str], list[Refusal]]:
     """Each slot's policy, the refine slots (narrowed to `slots`, each of which must
     exist) and the refusals; while there is a refusal, no slot may be maintained."""
     existing = [s.name for s in await store.list_slots()]
@@ -209,12 +218,12 @@ async def consolidate_memory(
     stale_after_months: float,
     archive_age_days: float,
     now: float,
-) -> dict[str, Any]:
+) -> ConsolidateResult:
     """The read-only projection for this project's documents (scope `scope`); `slots`
     narrows the refine slots projected (each must exist)."""
     resolved, refine, refusals = await refine_slots(store, slots, policies)
     projected = [] if refusals else refine
-    per_slot: dict[str, Any] = {}
+    per_slot: dict[str, SlotProjection] = {}
     errors: list[dict[str, str]] = []
     for slot in projected:
         try:
@@ -231,14 +240,14 @@ async def consolidate_memory(
     )
     if refusals:
         note = "refused: no slot was projected until every slot has a valid policy. " + note
-    return {
-        "ok": not refusals and not errors,
-        "readOnly": True,
-        "policies": resolved,
-        "refine": refine,
-        "refusals": refusals,
-        "slotsProjected": [slot for slot in projected if slot in per_slot],
-        "perSlot": per_slot,
-        "errors": errors,
-        "note": note,
-    }
+    return ConsolidateResult(
+        ok=not refusals and not errors,
+        readOnly=True,
+        policies=resolved,
+        refine=refine,
+        refusals=refusals,
+        slotsProjected=[slot for slot in projected if slot in per_slot],
+        perSlot=per_slot,
+        errors=errors,
+        note=note,
+    )

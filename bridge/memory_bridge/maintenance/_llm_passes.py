@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .._errors import MemctlError
+from ..core._redact import redact
 from ..stores._knowledge import Document, KnowledgeFilter, KnowledgeStore, SimilarDocuments
 from ._consolidate import is_stale, refine_slots
 from ._passes import Actions, PassReport, SlotSkipped, _instant, _Run, each_refine_slot
-from ._redact import redact
 
 __all__ = [
     "LLM_PASSES",

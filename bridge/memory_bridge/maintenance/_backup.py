@@ -20,6 +20,8 @@ from typing import Literal
 
 from .._cause import current_cause
 from .._errors import Conflict, NotFound
+from ..core._redact import redact
+from ..core._redact_fields import redact_metadata, redact_record, redact_version
 from ..stores._base import EntryRecord, EntryStore
 from ..stores._knowledge import DocMetadata, Document, KnowledgeStore
 from ..stores._version_log import DocumentVersion
@@ -32,7 +34,6 @@ from ._archive import (
     verify_archive,
 )
 from ._entry_merge import Seen, merge_entry, seen
-from ._redact_fields import redact_archived, redact_record, redact_version
 from ._transfer import same_fingerprint
 
 __all__ = ["Progress", "RestoreMode", "RestoreReport", "backup", "restore"]
@@ -42,6 +43,16 @@ Progress = Callable[[str, int, int | None], None]  # (phase, items done now, tot
 _PAGE = 100
 _OPERATION = "restore"
 DocKey = tuple[str, str]  # (slot, name)
+
+
+def _redact_archived(document: ArchivedDocument) -> ArchivedDocument:
+    """An archived document with its name, text and metadata redacted."""
+    return replace(
+        document,
+        name=redact(document.name),
+        text=redact(document.text),
+        metadata=redact_metadata(document.metadata),
+    )
 
 
 def _quiet(phase: str, done: int, total: int | None) -> None:
@@ -333,7 +344,7 @@ async def restore(
         wanted_entries[record.id] = seen(redact_record(record) if redact_entries else record)
 
     def take_document(document: ArchivedDocument) -> None:
-        document = redact_archived(document)
+        document = _redact_archived(document)
         wanted_docs[(document.slot, document.name)] = document
 
     def take_version(version: DocumentVersion) -> None:
