@@ -54,7 +54,7 @@ DEFERRED = (
 )
 """Loaded by the model, the Dify or Valkey store, the metrics, or HTTP (and its workers), when used."""
 
-TOOLS = ("memory_bridge.tools._entries", "memory_bridge.tools._knowledge", "memory_bridge.tools._results")
+TOOLS = ("memory_bridge.tools._entries", "memory_bridge.tools._knowledge", "memory_bridge.core._results")
 """The tools and their result models: loaded a moment after a listing answered from the
 cache, by the first tools/call if it comes sooner, or by a start with no cached listing."""
 

@@ -30,13 +30,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .._relevance import coverage_terms, matched_terms
 from ._knowledge_hop import Fused
 from ._knowledge_ranking import CLOSE_COSINE, WEAK_COSINE
 from ._knowledge_terms import TermFrequencies
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["FEATURES", "HEAD", "Evidence", "evidence", "rerank"]
 
@@ -88,6 +90,8 @@ class _Model:
 @cache
 def _model() -> _Model:
     """The model shipped with the package (read once)."""
+    import numpy as np  # deferred: a bridge that lists its tools never loads it
+
     raw = json.loads(resources.files(__package__).joinpath("rerank.json").read_text(encoding="utf-8"))
     if tuple(raw["features"]) != tuple(FEATURES):
         raise ValueError("rerank.json was fitted on other features: refit it with bench/rerank_fit.py")
@@ -137,6 +141,8 @@ def evidence(
 ) -> Evidence:
     """The feature rows of the head: the fused ranking's best HEAD, then the dense side's
     best HEAD that are not among them."""
+    import numpy as np
+
     fused_ranks = {document: rank for rank, (_, document, _) in enumerate(fused, 1)}
     fused_scores = {document: score for score, document, _ in fused}
     dense_ranks, keyword_ranks = _ranks(dense), _ranks(keyword)
