@@ -45,7 +45,7 @@ from ._knowledge_ranking import Ranking, fuse
 from ._knowledge_relevance import WINDOW, calibrate
 from ._knowledge_schema import migrate_knowledge
 from ._knowledge_terms import TermFrequencies
-from ._knowledge_vectors import ANN_THRESHOLD, KnowledgeVectors, bump_generation, embedded_text
+from ._knowledge_vectors import ANN_THRESHOLD, IndexState, KnowledgeVectors, bump_generation, embedded_text
 from ._knowledge_vectors import BATCH as EMBED_BATCH
 
 if TYPE_CHECKING:
@@ -802,17 +802,19 @@ class SqliteKnowledgeStore:
     async def ping(self) -> None:
         await self.count()
 
-    def vector_index_state(self) -> str:
-        """The saved ANN vector index (`knowledge.ann` beside the database), in a few words."""
-        return "no embedding model" if self._vectors is None else self._vectors.index_state()
-
-    async def rebuild_vector_index(self) -> str:
-        """Build the ANN vector index anew from the stored vectors and save it (the store
-        serves meanwhile); its state afterwards."""
+    async def vector_index_state(self) -> IndexState | None:
+        """The ANN vector index (`knowledge.ann` beside the database); None without a model."""
         if self._vectors is None:
-            return "no embedding model"
+            return None
+        return await anyio.to_thread.run_sync(self._vectors.index_state)
+
+    async def rebuild_vector_index(self) -> IndexState | None:
+        """Build the ANN vector index anew from the stored vectors and save it (the store
+        serves meanwhile); its state afterwards. None without a model."""
+        if self._vectors is None:
+            return None
         await anyio.to_thread.run_sync(self._vectors.replace_index)
-        return self._vectors.index_state()
+        return await self.vector_index_state()
 
     async def close(self) -> None:
         if self._vectors is not None:

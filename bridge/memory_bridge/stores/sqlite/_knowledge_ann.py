@@ -195,14 +195,14 @@ def load(path: Path, tag: str, dimension: int, fetch: Fetch) -> AnnIndex:
         raise CorruptIndex(str(exc)) from exc
 
 
-def state_of(path: Path, tag: str) -> str:
-    """What the file at `path` holds, in a few words (for doctor)."""
+def state_of(path: Path, tag: str) -> tuple[str, bool]:
+    """What the file at `path` holds, in a few words, and whether it is usable (for doctor)."""
     try:
         header, _ = _read(path)
     except FileNotFoundError:
-        return "missing"
+        return "missing", False
     except (CorruptIndex, OSError) as exc:
-        return f"unusable ({exc})"
+        return f"unusable ({exc})", False
     if header["tag"] != tag:
-        return f"unusable (made for {header['tag']} vectors)"
-    return f"{header['rows']} passages at generation {header['generation']}"
+        return f"unusable (made for {header['tag']} vectors)", False
+    return f"{header['rows']} passages at generation {header['generation']}", True

@@ -22,6 +22,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..._errors import EmbedderUnavailable, StoreError
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from ...search._ann import AnnIndex, Fetch
     from ...search._vectors import VectorIndex
 
-__all__ = ["ANN_THRESHOLD", "TEXT_FORMAT", "KnowledgeVectors", "embedded_text"]
+__all__ = ["ANN_THRESHOLD", "TEXT_FORMAT", "IndexState", "KnowledgeVectors", "embedded_text"]
 
 log = logging.getLogger(__name__)
 
@@ -453,12 +455,19 @@ class KnowledgeVectors:
                 self._built = built
             self._ann_tried = False  # a store below the threshold loads the file once it grows
 
-    def index_state(self) -> str:
-        """The ANN index's state, in a few words (for doctor)."""
+    def index_state(self) -> IndexState:
+        """The ANN index's state (blocking: counts the stored vectors)."""
         from ._knowledge_ann import state_of
 
-        state = state_of(self._ann_path, self.tag)
-        return f"{state}; the last build failed: {self._failure}" if self._failure else state
+        passages = self._db.run(
+            "vector_index_state",
+            lambda conn, now: int(
+                conn.execute("SELECT count(*) FROM passages WHERE model = ?", (self.tag,)).fetchone()[0]
+            ),
+            False,
+        )
+        saved, usable = state_of(self._ann_path, self.tag)
+        return IndexState(self._ann_path, passages, self.ann_threshold, saved, usable)
 
     def _save_ann(self) -> None:
         """Save the ANN index if it changed since it was loaded or last saved."""
@@ -485,6 +494,21 @@ class KnowledgeVectors:
             self._row_masks.clear()
         self._row_masks[key] = (stamp, mask)
         return mask
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """The ANN vector index as `memctl doctor` reports it."""
+
+    path: Path
+    passages: int  # passage vectors stored
+    threshold: int  # from how many the ANN index is searched (0: never)
+    saved: str  # what the file holds, in a few words
+    usable: bool  # the file is a whole index of this model
+
+    @property
+    def needed(self) -> bool:
+        return 0 < self.threshold <= self.passages
 
 
 def _count(conn: sqlite3.Connection, last: int, others: list[tuple[int, int]], since: int) -> int:

@@ -121,7 +121,8 @@ async def test_a_store_below_the_threshold_searches_exactly_and_keeps_no_index(p
         assert await results(store)
         wait_for_builds()
         assert not path.with_suffix(".ann").exists()
-        assert store.vector_index_state() == "missing"
+        state = await store.vector_index_state()
+        assert state is not None and not state.needed and state.saved == "missing"
     finally:
         await store.close()
 
@@ -138,7 +139,8 @@ async def test_above_the_threshold_search_returns_the_hits_and_scores_of_exact_s
     try:
         assert await results(store) == expected  # exact while the index is built in the background
         wait_for_builds()
-        assert "80 passages" in store.vector_index_state()
+        state = await store.vector_index_state()
+        assert state is not None and state.usable and state.saved.startswith("80 passages")
         assert await results(store) == expected
         assert await results(store, KnowledgeFilter(language="odd")) == expected_filtered
     finally:
@@ -148,7 +150,8 @@ async def test_above_the_threshold_search_returns_the_hits_and_scores_of_exact_s
 async def test_the_index_file_is_private_and_reused_after_a_restart(path: Path, no_builds: None) -> None:
     store = open_store(path, threshold=10)
     await fill(store, 40)
-    assert "40 passages" in await store.rebuild_vector_index()
+    state = await store.rebuild_vector_index()
+    assert state is not None and state.saved.startswith("40 passages")
     expected = await results(store)
     await store.close()
     index = path.with_suffix(".ann")
@@ -180,12 +183,14 @@ async def test_a_damaged_index_file_is_rebuilt_and_no_stored_data_changes(
         index.write_bytes(data[: len(data) // 2])
     else:
         index.write_bytes(data[:-10] + bytes(b ^ 0xFF for b in data[-10:]))
-    assert store.vector_index_state().startswith("unusable")
     store = open_store(path, threshold=10)
+    state = await store.vector_index_state()
+    assert state is not None and not state.usable and state.saved.startswith("unusable")
     try:
         assert await results(store) == expected
         wait_for_builds()
-        assert "40 passages" in store.vector_index_state()
+        state = await store.vector_index_state()
+        assert state is not None and state.usable and state.saved.startswith("40 passages")
         assert await results(store) == expected
         assert await store.count() == 40
     finally:
