@@ -80,7 +80,7 @@ class KnowledgeVectors:
         self.tag = f"{embedder.name}+{TEXT_FORMAT}"  # the `model` column: model and text format
         self._index: VectorIndex | None = None  # built on first search (numpy loads then)
         self._index_lock = threading.Lock()
-        self._row_masks: dict[tuple[str, tuple[Any, ...]], tuple[tuple[int, int], Any]] = {}
+        self._row_masks: dict[tuple[str, tuple[Any, ...]], tuple[tuple[int, int, int], Any]] = {}
         self._embedding = threading.Lock()  # one batch at a time among searches and embed_queued
         self._draining = threading.Lock()  # one pipeline run at a time: worker or upkeep
         self._intake = Intake(
@@ -482,7 +482,7 @@ class KnowledgeVectors:
     ) -> Any:
         """The index rows a filter allows, cached per filter until the store changes."""
         key = (where, tuple(params))
-        stamp = (index.generation, len(index))
+        stamp = (id(index), index.generation, len(index))  # the ANN index numbers its rows otherwise
         cached = self._row_masks.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
