@@ -32,7 +32,7 @@ Fetch = Callable[[Sequence[int]], tuple[list[int], Vector]]
 CONNECTIVITY = 16  # graph edges per node (bench/ann.py: recall vs size and build time)
 EXPANSION = 256  # candidates kept while searching, at least (bench/ann.py)
 EXACT_BELOW = 2_000  # a filter allowing at most this many passages is searched exactly (~20 us each)
-_OVERSAMPLE = 1.5  # extra candidates asked for a filtered search, past the filter's share
+_OVERSAMPLE = 1.5  # extra candidates asked past the share of rows a filter and removals leave
 MAX_ASK = 10_000  # candidates asked of the graph at most: a rarer filter's recall drops
 
 
@@ -196,8 +196,8 @@ class AnnIndex:
         if limit is None or count <= max(EXACT_BELOW, limit):
             candidates = np.flatnonzero(allowed)
         else:
-            share = count / max(len(self), 1)
-            ask = math.ceil(limit / share * (1 if rows is None else _OVERSAMPLE))
+            share = count / size  # of every row in the graph, removed ones too
+            ask = math.ceil(limit / share * (1 if count == size else _OVERSAMPLE))
             candidates = self._nearest(query, min(ask, max(MAX_ASK, limit)))
             candidates = candidates[allowed[candidates]]
         candidates, vectors = self._exact(candidates)
