@@ -1,4 +1,4 @@
-"""Passage vectors of the embedded knowledge store: the in-memory matrix and the queue.
+"""Passage vectors of the embedded knowledge store: the index and the queue.
 
 A write commits without the model. A passage is stored without a vector (`model` NULL)
 unless its document kept the same text under the same model, and a background thread
@@ -13,6 +13,10 @@ by a large document saved at the same time. A search first embeds what is
 still queued among the documents it may return, up to a cap; beyond that (another
 process's bulk import still catching up) it says that those passages rank by keywords
 only for now. So `degraded` means a broken model, not a busy one.
+
+The index is the exact in-memory matrix (search/_vectors.py) below `ann_threshold` passage
+vectors, and the ANN index (search/_ann.py, kept in `knowledge.ann`: _knowledge_ann.py)
+from there on.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ def embedded_text(name: str, position: int, content: str) -> str:
 
 
 class KnowledgeVectors:
-    """The vector side of one store: queue, background embedding, matrix, filter masks."""
+    """The vector side of one store: queue, background embedding, index, filter masks."""
 
     def __init__(
         self, db: Database, embedder: Embedder | LazyEmbedder, *, ann_threshold: int = ANN_THRESHOLD
