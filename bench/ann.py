@@ -115,11 +115,13 @@ def _summary(times: list[float]) -> dict[str, float]:
     }
 
 
-def phase(name: str, database: Path, queries_path: Path) -> dict[str, Any]:
+def phase(name: str, database: Path, queries_path: Path, connectivity: int) -> dict[str, Any]:
     """One side, in this (fresh) process."""
+    from memory_bridge.search import _ann
     from memory_bridge.search._vectors import VectorIndex
     from memory_bridge.stores.sqlite._knowledge_ann import ann_path, build, fetcher, load, save
 
+    _ann.CONNECTIVITY = connectivity
     queries = np.load(queries_path)
     conn = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
     dimension = queries.shape[1]
@@ -150,8 +152,6 @@ def phase(name: str, database: Path, queries_path: Path) -> dict[str, Any]:
         "tops": tops,
     }
     if name == "ann":  # the graph searched wider than the default (EXPANSION, or the candidates asked)
-        from memory_bridge.search import _ann
-
         for expansion in (1000, 2000):
             _ann.EXPANSION = expansion
             times, tops = _queries(index, queries)
@@ -159,18 +159,10 @@ def phase(name: str, database: Path, queries_path: Path) -> dict[str, Any]:
     return result
 
 
-def _run_phase(name: str, database: Path, queries: Path) -> dict[str, Any]:
+def _run_phase(name: str, database: Path, queries: Path, connectivity: int) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--phase", name, "--database", str(database)]
     out = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--phase",
-            name,
-            "--database",
-            str(database),
-            "--queries-file",
-            str(queries),
-        ],
+        [*command, "--queries-file", str(queries), "-M", str(connectivity)],
         check=True,
         capture_output=True,
         text=True,
@@ -197,12 +189,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--jitter", type=float, default=0.5, help="norm of the noise of synthetic rows")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("-M", type=int, default=16, help="graph edges per node (the store's: 16)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--database", help=argparse.SUPPRESS)
     parser.add_argument("--queries-file", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
-        print(json.dumps(phase(args.phase, Path(args.database), Path(args.queries_file))))
+        print(json.dumps(phase(args.phase, Path(args.database), Path(args.queries_file), args.M)))
         return
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
@@ -213,9 +206,9 @@ def main() -> None:
             np.save(queries_path, queries)
             write_database(database, data)
             del data
-            exact = _run_phase("exact", database, queries_path)
-            built = _run_phase("build", database, queries_path)
-            ann = _run_phase("ann", database, queries_path)
+            exact = _run_phase("exact", database, queries_path, args.M)
+            built = _run_phase("build", database, queries_path, args.M)
+            ann = _run_phase("ann", database, queries_path, args.M)
         wider = {key: ann.pop(key) for key in list(ann) if key.startswith("expansion")}
         for side in wider.values():
             side["recall@10"], _ = recall(exact["tops"], side.pop("tops"))
