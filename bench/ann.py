@@ -189,7 +189,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--jitter", type=float, default=0.5, help="norm of the noise of synthetic rows")
     parser.add_argument("--json", help="also write the results here")
-    parser.add_argument("-M", type=int, default=16, help="graph edges per node (the store's: 16)")
+    parser.add_argument("-M", type=int, default=32, help="graph edges per node (the store's: 32)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--database", help=argparse.SUPPRESS)
     parser.add_argument("--queries-file", help=argparse.SUPPRESS)
