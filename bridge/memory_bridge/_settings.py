@@ -138,6 +138,13 @@ class Settings(BaseSettings):
     search_dense_candidates: int = Field(
         500, ge=10, le=100_000, description="Passages the dense side of a knowledge search ranks."
     )
+    search_ann_threshold: int = Field(
+        100_000,
+        ge=0,
+        description="Passage vectors from which the embedded knowledge store searches an approximate "
+        "(HNSW) index kept in knowledge.ann beside knowledge.db instead of every vector; its candidates "
+        "are rescored exactly, so scores stay those of exact search. 0: always exact.",
+    )
     search_feedback_docs: int = Field(
         0,
         ge=0,

@@ -73,6 +73,7 @@ def test_doctor_names_each_problem_and_its_fix(tmp_path: Path, registry: dict[st
     assert code == 0, report
     statuses = {c["name"]: c["status"] for c in report["checks"]}
     assert statuses["entry store"] == statuses["knowledge store"] == statuses["client configs"] == "ok"
+    assert statuses["vector index"] == "ok"  # a small store: exact search, no index file
 
     token = tmp_path / ".memory" / "bridge.token"
     token.chmod(0o644)

@@ -162,6 +162,7 @@ def _open_embedded_knowledge(settings: Settings, embedder: LazyEmbedder | None) 
         embedder=embedder,
         default_slots=settings.slots,
         ranking=ranking,
+        ann_threshold=settings.search_ann_threshold,
     )
 
 

@@ -13,9 +13,11 @@ from typing import Literal
 
 import anyio
 
-from memory_bridge import MemctlError, StoreError, load_settings
-from memory_bridge.stores import open_stores, unversioned
+from memory_bridge import MemctlError, Settings, StoreError, load_settings
+from memory_bridge.search import LazyEmbedder
+from memory_bridge.stores import make_embedder, open_knowledge_store, open_stores, unversioned
 from memory_bridge.stores.dify import TESTED_RANGE, DurableKnowledgeStore, is_tested_version
+from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 
 from ..provision._clients import ALL_CLIENTS, Client, Plan, apply
 from ..provision._content import content_root
@@ -144,7 +146,8 @@ def _dify_version(version: str | None) -> Check:
 
 
 async def _stores(project: Path) -> list[Check]:
-    async with open_stores(load_settings(project=project)) as (entries, knowledge):
+    settings = load_settings(project=project)
+    async with open_stores(settings) as (entries, knowledge):
         checks = [
             await _store("entry", entries.url, entries.ping),
             await _store("knowledge", knowledge.url, knowledge.ping),
@@ -152,7 +155,34 @@ async def _stores(project: Path) -> list[Check]:
         durable = unversioned(knowledge)
         if checks[-1].status == "ok" and isinstance(durable, DurableKnowledgeStore):
             checks.append(_dify_version(durable.server_version))
-        return checks
+        sqlite = checks[-1].status == "ok" and isinstance(durable, SqliteKnowledgeStore)
+    embedder = make_embedder(settings) if sqlite else None
+    index = await _vector_index(settings, embedder) if embedder is not None else None
+    return checks if index is None else [*checks, index]
+
+
+async def _vector_index(settings: Settings, embedder: LazyEmbedder) -> Check | None:
+    """The embedded knowledge store's ANN vector index (knowledge.ann), where one is due
+    (the store opened with its model, which is not loaded for this)."""
+    versioned = open_knowledge_store(settings, embedder)
+    try:
+        store = unversioned(versioned)
+        state = await store.vector_index_state() if isinstance(store, SqliteKnowledgeStore) else None
+    finally:
+        await versioned.close()
+    if state is None:
+        return None
+    name = "vector index"
+    fix = "nothing to run: the bridge rebuilds it on its next search, searching exactly meanwhile"
+    if state.usable:
+        return Check(name, "ok", f"{state.path}: {state.saved}")
+    if not state.needed:
+        return Check(
+            name,
+            "ok",
+            f"exact search ({state.passages} passages, below search_ann_threshold {state.threshold})",
+        )
+    return Check(name, "warn", f"{state.path}: {state.saved}, with {state.passages} passages", fix)
 
 
 _CLIENT_MARKERS: dict[Client, str] = {

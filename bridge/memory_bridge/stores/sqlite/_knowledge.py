@@ -46,8 +46,8 @@ from ._knowledge_relevance import WINDOW, calibrate
 from ._knowledge_rerank import rerank
 from ._knowledge_schema import migrate_knowledge
 from ._knowledge_terms import TermFrequencies
+from ._knowledge_vectors import ANN_THRESHOLD, IndexState, KnowledgeVectors, bump_generation, embedded_text
 from ._knowledge_vectors import BATCH as EMBED_BATCH
-from ._knowledge_vectors import KnowledgeVectors, bump_generation, embedded_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -139,13 +139,16 @@ class SqliteKnowledgeStore:
         default_slots: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
         ranking: Ranking | None = None,
+        ann_threshold: int = ANN_THRESHOLD,
     ) -> None:
         self.path = path
         self.ranking = ranking or Ranking()
         self.url = f"sqlite:///{path}"
         self.embedder = embedder
         self._db = Database(path, migrate_knowledge, clock=clock)
-        self._vectors = KnowledgeVectors(self._db, embedder) if embedder is not None else None
+        self._vectors = (
+            None if embedder is None else KnowledgeVectors(self._db, embedder, ann_threshold=ann_threshold)
+        )
         self._terms = TermFrequencies()
         self._coverage = Coverage()
         self._default_slots = tuple(default_slots)
@@ -801,6 +804,20 @@ class SqliteKnowledgeStore:
 
     async def ping(self) -> None:
         await self.count()
+
+    async def vector_index_state(self) -> IndexState | None:
+        """The ANN vector index (`knowledge.ann` beside the database); None without a model."""
+        if self._vectors is None:
+            return None
+        return await anyio.to_thread.run_sync(self._vectors.index_state)
+
+    async def rebuild_vector_index(self) -> IndexState | None:
+        """Build the ANN vector index anew from the stored vectors and save it (the store
+        serves meanwhile); its state afterwards. None without a model."""
+        if self._vectors is None:
+            return None
+        await anyio.to_thread.run_sync(self._vectors.replace_index)
+        return await self.vector_index_state()
 
     async def close(self) -> None:
         if self._vectors is not None:

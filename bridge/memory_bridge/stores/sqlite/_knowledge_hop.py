@@ -41,6 +41,7 @@ from ._match import match_expression
 if TYPE_CHECKING:
     import numpy as np
 
+    from ...search._ann import AnnIndex
     from ...search._vectors import VectorIndex
 
 __all__ = ["Coverage", "Fused", "HopPlan", "insert_hops", "plan_hop", "score_hops"]
@@ -203,7 +204,7 @@ def plan_hop(
     )
 
 
-def score_hops(plan: HopPlan, index: VectorIndex, residual: np.ndarray) -> list[tuple[int, int]]:
+def score_hops(plan: HopPlan, index: VectorIndex | AnnIndex, residual: np.ndarray) -> list[tuple[int, int]]:
     """(document, passage) of the bridge's documents, best first, near copies of the best
     hit left out."""
     import numpy as np

@@ -1,4 +1,4 @@
-"""Passage vectors of the embedded knowledge store: the in-memory matrix and the queue.
+"""Passage vectors of the embedded knowledge store: the index and the queue.
 
 A write commits without the model. A passage is stored without a vector (`model` NULL)
 unless its document kept the same text under the same model, and a background thread
@@ -13,6 +13,10 @@ by a large document saved at the same time. A search first embeds what is
 still queued among the documents it may return, up to a cap; beyond that (another
 process's bulk import still catching up) it says that those passages rank by keywords
 only for now. So `degraded` means a broken model, not a busy one.
+
+The index is the exact in-memory matrix (search/_vectors.py) below `ann_threshold` passage
+vectors, and the ANN index (search/_ann.py, kept in `knowledge.ann`: _knowledge_ann.py)
+from there on.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..._errors import EmbedderUnavailable, StoreError
@@ -32,9 +38,10 @@ from ._db import Database
 if TYPE_CHECKING:
     import numpy as np
 
+    from ...search._ann import AnnIndex, Fetch
     from ...search._vectors import VectorIndex
 
-__all__ = ["TEXT_FORMAT", "KnowledgeVectors", "embedded_text"]
+__all__ = ["ANN_THRESHOLD", "TEXT_FORMAT", "IndexState", "KnowledgeVectors", "embedded_text"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +51,8 @@ SEARCH_CATCH_UP = 64  # queued passages a search embeds itself before it answers
 BACKLOG = 16  # queued passages a write may leave behind (it waits for the rest)
 BACKLOG_WAIT = 30.0  # seconds a write waits at most for the queue to shrink
 _MASK_CACHE = 32
+ANN_THRESHOLD = 100_000  # passage vectors from which search uses the ANN index (bench/ann.py)
+_SAVE_AFTER = 10_000  # passages a catch-up changed that are worth saving the index for at once
 _Row = tuple[int, int, int, str, str]  # a queued passage: rowid, document, position, content, document name
 
 
@@ -57,15 +66,25 @@ def embedded_text(name: str, position: int, content: str) -> str:
 
 
 class KnowledgeVectors:
-    """The vector side of one store: queue, background embedding, matrix, filter masks."""
+    """The vector side of one store: queue, background embedding, index, filter masks."""
 
-    def __init__(self, db: Database, embedder: Embedder | LazyEmbedder) -> None:
+    def __init__(
+        self, db: Database, embedder: Embedder | LazyEmbedder, *, ann_threshold: int = ANN_THRESHOLD
+    ) -> None:
         self._db = db
+        self.ann_threshold = ann_threshold  # passage vectors from which search uses the ANN index (0: never)
+        self._ann: AnnIndex | None = None
+        self._ann_path = db.path.with_suffix(".ann")  # knowledge.db -> knowledge.ann
+        self._ann_tried = False  # the saved file was looked at
+        self._saved = -1  # the generation the file was saved at
+        self._building: threading.Thread | None = None
+        self._built: AnnIndex | None = None  # a background build's index, for the next search
+        self._failure = ""  # why the last background build failed: this process searches exactly
         self.embedder = embedder
         self.tag = f"{embedder.name}+{TEXT_FORMAT}"  # the `model` column: model and text format
         self._index: VectorIndex | None = None  # built on first search (numpy loads then)
         self._index_lock = threading.Lock()
-        self._row_masks: dict[tuple[str, tuple[Any, ...]], tuple[tuple[int, int], Any]] = {}
+        self._row_masks: dict[tuple[str, tuple[Any, ...]], tuple[tuple[int, int, int], Any]] = {}
         self._embedding = threading.Lock()  # one batch at a time among searches and embed_queued
         self._draining = threading.Lock()  # one pipeline run at a time: worker or upkeep
         self._intake = Intake(
@@ -173,6 +192,11 @@ class KnowledgeVectors:
             self._progress.notify_all()
         if self._worker is not None:
             self._worker.join()
+        with self._index_lock:
+            try:
+                self._save_ann()
+            except OSError as exc:  # a cache: the next start catches the old file up
+                log.warning("saving the vector index %s failed: %s", self._ann_path, exc)
         with self._draining:  # an upkeep call's run, too
             self._intake.close()
 
@@ -293,12 +317,15 @@ class KnowledgeVectors:
             f"{waiting} passages are still waiting for their vectors: they rank by keywords only until then"
         )
 
-    # -- the matrix ---------------------------------------------------------------------------
+    # -- the index ----------------------------------------------------------------------------
+
+    def _current(self) -> VectorIndex | AnnIndex | None:
+        return self._ann if self._ann is not None else self._index
 
     def written(self, generation: int, document: int | None, kept: list[tuple[int, bytes]]) -> None:
         """Our own write replaced `document`'s passages (None: changed no passage);
         `kept` are (passage, vector) pairs it carried over."""
-        if self._index is None:
+        if self._current() is None:
             return
         import numpy as np
 
@@ -312,22 +339,29 @@ class KnowledgeVectors:
     def _index_step(
         self, generation: int, *, removed: int | None, added: list[tuple[int, int, np.ndarray]]
     ) -> None:
-        """Keep the in-memory matrix in step with our own write (if it was current)."""
-        if self._index is None:
-            return
+        """Keep the index in step with our own write (if it was current)."""
         with self._index_lock:
-            if self._index.generation != generation - 1:
-                return  # stale anyway: the next search reloads it
+            index = self._current()
+            if index is None or index.generation != generation - 1:
+                return  # stale anyway: the next search reloads or catches it up
             if removed is not None:
-                self._index.remove_document(removed)
+                index.remove_document(removed)
             for passage, document, vector in added:
-                self._index.add([passage], document, vector[None, :])
-            self._index.generation = generation
+                index.add([passage], document, vector[None, :])
+            index.generation = generation
 
-    def index(self, conn: sqlite3.Connection) -> VectorIndex:
-        """The matrix, reloaded when another process (or connection) has written."""
+    def index(self, conn: sqlite3.Connection) -> VectorIndex | AnnIndex:
+        """The index: exact (the matrix, reloaded when another process or connection has
+        written) below `ann_threshold` passages, else the ANN index (caught up likewise);
+        while the ANN index is first built, in the background, the matrix serves."""
         generation = int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
         with self._index_lock:
+            if self._built is not None:  # a background build finished: it replaces the matrix
+                self._ann, self._built, self._index = self._built, None, None
+            if self._ann is None and self._wants_ann(conn, generation):
+                self._open_ann(conn)
+            if self._ann is not None:
+                return self._ann_at(conn, self._ann, generation)
             if self._index is None:
                 from ...search._vectors import VectorIndex
 
@@ -340,12 +374,119 @@ class KnowledgeVectors:
                 self._index.load(rows, generation)
             return self._index
 
+    def _wants_ann(self, conn: sqlite3.Connection, generation: int) -> bool:
+        """Has the store as many passage vectors as `ann_threshold` (not while building)?"""
+        if self.ann_threshold <= 0 or self._building is not None or self._failure:
+            return False
+        if self._index is not None and self._index.generation == generation:
+            return len(self._index) >= self.ann_threshold
+        count = conn.execute("SELECT count(*) FROM passages WHERE model = ?", (self.tag,)).fetchone()[0]
+        return int(count) >= self.ann_threshold
+
+    def _open_ann(self, conn: sqlite3.Connection) -> None:
+        """Load the saved ANN index (once); if there is none usable, build it in the background."""
+        from ._knowledge_ann import CorruptIndex, load
+
+        if not self._ann_tried:
+            self._ann_tried = True
+            try:
+                self._ann = load(self._ann_path, self.tag, self.embedder.dimension, self._fetcher(conn))
+                self._saved = self._ann.generation
+                return
+            except FileNotFoundError:
+                pass
+            except (CorruptIndex, OSError) as exc:
+                log.warning("the vector index %s is unusable (%s): rebuilding it", self._ann_path, exc)
+        self._start_build()
+
+    def _fetcher(self, conn: sqlite3.Connection) -> Fetch:
+        from ._knowledge_ann import fetcher
+
+        return fetcher(conn, self.tag, self.embedder.dimension)
+
+    def _ann_at(self, conn: sqlite3.Connection, ann: AnnIndex, generation: int) -> AnnIndex:
+        """The ANN index reading through `conn`, caught up with the database's `generation`."""
+        from ._knowledge_ann import catch_up
+
+        ann.fetch = self._fetcher(conn)
+        if ann.generation != generation:
+            changed = catch_up(conn, ann, self.tag, generation)
+            if changed >= _SAVE_AFTER:
+                self._save_ann()
+        if ann.dead > len(ann):  # mostly removed passages: a fresh graph is smaller and faster
+            self._start_build()
+        return ann
+
+    def _start_build(self) -> None:
+        if self._building is None and not self._closed:
+            self._building = threading.Thread(target=self._build, name="knowledge-ann-build", daemon=True)
+            self._building.start()
+
+    def _build(self) -> None:
+        """Build the ANN index from this store's vectors on a read connection of its own
+        (the store's stays free), save it, and hand it to the next search."""
+        built = None
+        try:
+            built = self.rebuild_index(background=True)
+        except (sqlite3.Error, OSError, ValueError, RuntimeError) as exc:
+            log.warning("building the vector index %s failed: %s (searching exactly)", self._ann_path, exc)
+            self._failure = str(exc)
+        with self._index_lock:
+            self._built = built
+            self._building = None
+
+    def rebuild_index(self, *, background: bool = False) -> AnnIndex:
+        """Build the ANN index of every stored vector anew and save it (blocking; the store
+        stays usable meanwhile); it is used once the store has `ann_threshold` passages."""
+        from ._knowledge_ann import build, save
+
+        conn = sqlite3.connect(f"{self._db.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        try:
+            built = build(conn, self.tag, self.embedder.dimension, background=background)
+        finally:
+            conn.close()
+        save(self._ann_path, built, self.tag)
+        self._saved = built.generation
+        return built
+
+    def replace_index(self) -> None:
+        """Rebuild the ANN index and save it (blocking); searches use it from the next one on
+        once the store has `ann_threshold` passages."""
+        built = self.rebuild_index()
+        with self._index_lock:
+            self._failure = ""
+            if self._ann is not None or self._built is not None:
+                self._built = built
+            self._ann_tried = False  # a store below the threshold loads the file once it grows
+
+    def index_state(self) -> IndexState:
+        """The ANN index's state (blocking: counts the stored vectors)."""
+        from ._knowledge_ann import state_of
+
+        passages = self._db.run(
+            "vector_index_state",
+            lambda conn, now: int(
+                conn.execute("SELECT count(*) FROM passages WHERE model = ?", (self.tag,)).fetchone()[0]
+            ),
+            False,
+        )
+        saved, usable = state_of(self._ann_path, self.tag)
+        return IndexState(self._ann_path, passages, self.ann_threshold, saved, usable)
+
+    def _save_ann(self) -> None:
+        """Save the ANN index if it changed since it was loaded or last saved."""
+        from ._knowledge_ann import save
+
+        if self._ann is not None and self._ann.generation != self._saved:
+            save(self._ann_path, self._ann, self.tag)
+            self._saved = self._ann.generation
+
     def rows_allowed(
-        self, conn: sqlite3.Connection, index: VectorIndex, where: str, params: list[Any]
+        self, conn: sqlite3.Connection, index: VectorIndex | AnnIndex, where: str, params: list[Any]
     ) -> Any:
         """The index rows a filter allows, cached per filter until the store changes."""
         key = (where, tuple(params))
-        stamp = (index.generation, len(index))
+        stamp = (id(index), index.generation, len(index))  # the ANN index numbers its rows otherwise
         cached = self._row_masks.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
@@ -357,6 +498,21 @@ class KnowledgeVectors:
             self._row_masks.clear()
         self._row_masks[key] = (stamp, mask)
         return mask
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """The ANN vector index as `memctl doctor` reports it."""
+
+    path: Path
+    passages: int  # passage vectors stored
+    threshold: int  # from how many the ANN index is searched (0: never)
+    saved: str  # what the file holds, in a few words
+    usable: bool  # the file is a whole index of this model
+
+    @property
+    def needed(self) -> bool:
+        return 0 < self.threshold <= self.passages
 
 
 def _count(conn: sqlite3.Connection, last: int, others: list[tuple[int, int]], since: int) -> int:

@@ -1,0 +1,84 @@
+"""The ANN index answers as the exact matrix does: the same best documents with the same
+cosines, after removals and under a filter (random vectors: a hard case for a graph)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from memory_bridge.search import _ann
+from memory_bridge.search._ann import AnnIndex
+from memory_bridge.search._vectors import VectorIndex
+
+Vectors = npt.NDArray[np.float32]
+
+
+@pytest.fixture(autouse=True)
+def graph_for_every_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_ann, "EXACT_BELOW", 0)
+
+
+def both(count: int = 400, per_document: int = 2) -> tuple[VectorIndex, AnnIndex, Vectors]:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((count, 48)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    passages = list(range(1, count + 1))
+    documents = [1 + i // per_document for i in range(count)]
+
+    def fetch(wanted: Sequence[int]) -> tuple[list[int], Vectors]:
+        return list(wanted), vectors[np.asarray(wanted, dtype=np.int64) - 1]
+
+    exact = VectorIndex(48)
+    exact.load(zip(passages, documents, (v.tobytes() for v in vectors), strict=True), 1)
+    ann = AnnIndex(48, fetch)
+    ann.add_rows(passages, documents, vectors)
+    return exact, ann, vectors
+
+
+def queries(vectors: Vectors) -> Vectors:
+    rng = np.random.default_rng(5)
+    noisy = vectors[:20] + 0.3 * rng.standard_normal((20, vectors.shape[1])).astype(np.float32)
+    out: Vectors = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+    return out
+
+
+def top(best: dict[int, tuple[float, int]], count: int = 10) -> list[tuple[int, tuple[float, int]]]:
+    return list(best.items())[:count]
+
+
+def test_the_same_documents_and_cosines_as_exact_search() -> None:
+    exact, ann, vectors = both()
+    for query in queries(vectors):
+        want = exact.best_per_document(query, limit=60, documents=[7, 150])
+        got = ann.best_per_document(query, limit=60, documents=[7, 150])
+        assert top(got) == top(want)
+        assert got[7] == want[7] and got[150] == want[150]  # asked for: scored however far down
+
+
+def test_removed_documents_do_not_crowd_out_live_ones() -> None:
+    exact, ann, vectors = both()
+    for document in range(1, 201, 3):  # a third of the documents, still in the graph
+        exact.remove_document(document)
+        ann.remove_document(document)
+    for query in queries(vectors):
+        want, got = exact.best_per_document(query, limit=60), ann.best_per_document(query, limit=60)
+        assert top(got) == top(want) and len(got) >= 0.9 * len(want)
+
+
+def test_a_filter_keeps_to_its_documents() -> None:
+    exact, ann, vectors = both()
+    allowed = set(range(1, 201, 2))
+    for query in queries(vectors):
+        want = exact.best_per_document(query, rows=exact.rows_of(allowed), limit=60)
+        got = ann.best_per_document(query, rows=ann.rows_of(allowed), limit=60)
+        assert top(got) == top(want) and set(got) <= allowed
+
+
+def test_best_among_and_vector_of_read_the_stored_vectors() -> None:
+    exact, ann, vectors = both()
+    assert ann.best_among(vectors[:2], {3, 9}) == exact.best_among(vectors[:2], {3, 9})
+    stored = ann.vector_of(5)
+    assert stored is not None and np.array_equal(stored, vectors[4])

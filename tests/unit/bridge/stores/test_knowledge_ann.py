@@ -1,0 +1,229 @@
+"""The embedded knowledge store's ANN vector index: used from a size threshold on, with the
+same hits and scores as exact search, kept in `knowledge.ann` beside the database, and
+rebuilt or caught up when that file is missing, damaged or stale."""
+
+from __future__ import annotations
+
+import hashlib
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from memory_bridge.search import _ann
+from memory_bridge.stores import DocMetadata, KnowledgeFilter
+from memory_bridge.stores.sqlite import SqliteKnowledgeStore
+from memory_bridge.stores.sqlite._knowledge_ranking import Ranking
+
+pytestmark = pytest.mark.anyio
+
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "kappa",
+    "lambda",
+    "sigma",
+    "omega",
+    "river",
+    "stone",
+    "cloud",
+    "ember",
+    "frost",
+]
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from each text's hash: no model needed."""
+
+    name = "hash-test"
+    dimension = 32
+
+    def _vector(self, text: str) -> npt.NDArray[np.float32]:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+        vector = np.random.default_rng(seed).standard_normal(self.dimension).astype(np.float32)
+        return vector / np.linalg.norm(vector)
+
+    def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        return np.stack([self._vector(t) for t in texts])
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self._vector(text)
+
+
+@pytest.fixture(autouse=True)
+def graph_for_every_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small corpus would be searched exactly over its allowed passages: ask the graph."""
+    monkeypatch.setattr(_ann, "EXACT_BELOW", 0)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "knowledge.db"
+
+
+def open_store(path: Path, threshold: int) -> SqliteKnowledgeStore:
+    return SqliteKnowledgeStore(
+        path,
+        embedder=HashEmbedder(),
+        default_slots=["knowledge"],
+        ranking=Ranking(dense_candidates=12),
+        ann_threshold=threshold,
+    )
+
+
+def text(i: int) -> str:
+    return " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7)) + f" note {i}"
+
+
+async def fill(store: SqliteKnowledgeStore, count: int, start: int = 0) -> None:
+    for i in range(start, start + count):
+        metadata = DocMetadata(language="odd" if i % 2 else "even")
+        await store.upsert("knowledge", f"doc{i}.md", text(i), metadata, origin="t")
+    await store.search(["knowledge"], "warm", KnowledgeFilter(), top_k=1, score_threshold=None)
+
+
+QUERIES = ["alpha river", "frost ember note", "stone", "omega kappa 7", "cloud delta sigma"]
+
+
+async def results(store: SqliteKnowledgeStore, flt: KnowledgeFilter | None = None) -> list[object]:
+    out: list[object] = []
+    for mode in ("hybrid", "semantic"):
+        for query in QUERIES:
+            page = await store.search(
+                ["knowledge"], query, flt or KnowledgeFilter(), top_k=8, score_threshold=None, mode=mode
+            )
+            out.append([(h.document_name, h.score) for h in page.hits])
+    return out
+
+
+def wait_for_builds() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "knowledge-ann-build":
+            thread.join()
+
+
+@pytest.fixture
+def no_builds() -> Iterator[None]:
+    yield
+    wait_for_builds()
+
+
+async def test_a_store_below_the_threshold_searches_exactly_and_keeps_no_index(path: Path) -> None:
+    store = open_store(path, threshold=1000)
+    try:
+        await fill(store, 30)
+        assert await results(store)
+        wait_for_builds()
+        assert not path.with_suffix(".ann").exists()
+        state = await store.vector_index_state()
+        assert state is not None and not state.needed and state.saved == "missing"
+    finally:
+        await store.close()
+
+
+async def test_above_the_threshold_search_returns_the_hits_and_scores_of_exact_search(
+    path: Path, no_builds: None
+) -> None:
+    exact = open_store(path, threshold=0)  # 0: never an ANN index
+    await fill(exact, 80)
+    expected = await results(exact)
+    expected_filtered = await results(exact, KnowledgeFilter(language="odd"))
+    await exact.close()
+    store = open_store(path, threshold=10)
+    try:
+        assert await results(store) == expected  # exact while the index is built in the background
+        wait_for_builds()
+        state = await store.vector_index_state()
+        assert state is not None and state.usable and state.saved.startswith("80 passages")
+        assert await results(store) == expected
+        assert await results(store, KnowledgeFilter(language="odd")) == expected_filtered
+    finally:
+        await store.close()
+
+
+async def test_the_index_file_is_private_and_reused_after_a_restart(path: Path, no_builds: None) -> None:
+    store = open_store(path, threshold=10)
+    await fill(store, 40)
+    state = await store.rebuild_vector_index()
+    assert state is not None and state.saved.startswith("40 passages")
+    expected = await results(store)
+    await store.close()
+    index = path.with_suffix(".ann")
+    assert stat.S_IMODE(index.stat().st_mode) == 0o600
+    saved = index.read_bytes()
+    store = open_store(path, threshold=10)
+    try:
+        assert await results(store) == expected
+        assert not any(t.name == "knowledge-ann-build" for t in threading.enumerate())
+        assert index.read_bytes() == saved
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped"])
+async def test_a_damaged_index_file_is_rebuilt_and_no_stored_data_changes(
+    path: Path, damage: str, no_builds: None
+) -> None:
+    store = open_store(path, threshold=10)
+    await fill(store, 40)
+    await store.rebuild_vector_index()
+    expected = await results(store)
+    await store.close()
+    index = path.with_suffix(".ann")
+    data = index.read_bytes()
+    if damage == "garbage":
+        index.write_bytes(b"not an index at all")
+    elif damage == "truncated":
+        index.write_bytes(data[: len(data) // 2])
+    else:
+        index.write_bytes(data[:-10] + bytes(b ^ 0xFF for b in data[-10:]))
+    store = open_store(path, threshold=10)
+    state = await store.vector_index_state()
+    assert state is not None and not state.usable and state.saved.startswith("unusable")
+    try:
+        assert await results(store) == expected
+        wait_for_builds()
+        state = await store.vector_index_state()
+        assert state is not None and state.usable and state.saved.startswith("40 passages")
+        assert await results(store) == expected
+        assert await store.count() == 40
+    finally:
+        await store.close()
+
+
+async def test_a_stale_index_catches_up_with_another_writer(path: Path, no_builds: None) -> None:
+    store = open_store(path, threshold=10)
+    await fill(store, 40)
+    await store.rebuild_vector_index()
+    await store.close()
+    other = open_store(path, threshold=0)  # another process, writing without the index
+    await fill(other, 5, start=40)
+    gone = await other.find("knowledge", "doc3.md")
+    assert gone is not None and await other.delete("knowledge", gone.id)
+    expected = await results(other)
+    await other.close()
+    store = open_store(path, threshold=10)
+    try:
+        assert await results(store) == expected
+    finally:
+        await store.close()
+
+
+async def test_a_removed_document_leaves_the_results(path: Path, no_builds: None) -> None:
+    store = open_store(path, threshold=10)
+    try:
+        await fill(store, 40)
+        await store.rebuild_vector_index()
+        page = await store.search(["knowledge"], text(7), KnowledgeFilter(), top_k=3, score_threshold=None)
+        assert page.hits[0].document_name == "doc7.md"
+        await store.delete("knowledge", page.hits[0].document_id)
+        page = await store.search(["knowledge"], text(7), KnowledgeFilter(), top_k=40, score_threshold=None)
+        assert "doc7.md" not in [h.document_name for h in page.hits]
+    finally:
+        await store.close()
