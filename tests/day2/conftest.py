@@ -40,7 +40,7 @@ def memctl(*args: str, input: str | None = None) -> Run:
     return Run(result.exit_code, result.stdout, result.stderr)
 
 
-def configure(project: Path, **settings: str) -> Path:
+def configure(project: Path, **settings: str | int) -> Path:
     """Write the project's .memory/config.toml with these settings."""
     memory = project / ".memory"
     memory.mkdir(parents=True, exist_ok=True)

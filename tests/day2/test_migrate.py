@@ -11,7 +11,7 @@ import pytest
 
 from memory_bridge import load_settings
 from memory_bridge.stores import KnowledgeFilter
-from memory_bridge.stores._url import open_knowledge_store
+from memory_bridge.stores._url import make_embedder, open_knowledge_store
 from memory_bridge.stores.dify._client import DifyClient
 from memory_bridge.stores.sqlite import SCHEMA_VERSION
 from memory_bridge.stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
@@ -225,6 +225,44 @@ def test_a_new_embedding_model_re_embeds_the_knowledge_with_progress(tmp_path: P
     assert applied.code == 0 and "reembed-knowledge" in applied.stdout
     assert "re-embedding" in applied.stderr  # the progress bar
     assert memctl("migrate", "--project", str(tmp_path), "--json").json["changed"] is False
+
+
+def embed_queued(project: Path) -> None:
+    """Give the seeded passages their vectors (seeding writes them without a model)."""
+
+    async def run() -> None:
+        settings = load_settings(project=project)
+        store = open_knowledge_store(settings, make_embedder(settings))
+        try:
+            await store.upkeep()
+        finally:
+            await store.close()
+
+    anyio.run(run)
+
+
+def test_a_damaged_vector_index_is_rebuilt_by_migrate(tmp_path: Path) -> None:
+    configure(tmp_path, search_ann_threshold=2)  # three passages: above it, searched by the ANN index
+    seed_documents(tmp_path)
+    embed_queued(tmp_path)
+    index = tmp_path / ".memory" / "knowledge.ann"
+    index.write_bytes(b"not an index")  # a crash mid-write, a bad disk
+    dry = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json")
+    assert "to rebuild for 3 passages" in step(dry.json["pending"], "vector-index")["detail"]
+    applied = memctl("migrate", "--project", str(tmp_path), "--json")
+    assert applied.code == 0 and "vector-index" in names(applied.json["applied"])
+    assert index.read_bytes() != b"not an index" and index.stat().st_mode & 0o777 == 0o600
+    assert memctl("migrate", "--project", str(tmp_path), "--json").json["changed"] is False
+    assert keyword_hits(tmp_path, "deploy")  # the documents are all still there
+
+
+def test_a_small_store_has_no_vector_index_step(tmp_path: Path) -> None:
+    configure(tmp_path)
+    seed_documents(tmp_path)
+    embed_queued(tmp_path)
+    plan = memctl("migrate", "--project", str(tmp_path), "--dry-run", "--json").json
+    assert "vector-index" not in names(plan["pending"])
+    assert not (tmp_path / ".memory" / "knowledge.ann").exists()
 
 
 def keyword_hits(project: Path, query: str) -> list[str]:

@@ -272,6 +272,49 @@ async def _reembed_knowledge(settings: Settings) -> tuple[MigrationStep, Apply] 
     ), apply
 
 
+async def _vector_index(settings: Settings) -> tuple[MigrationStep, Apply] | None:
+    """The embedded knowledge store's ANN index (`knowledge.ann`), where the store is large
+    enough to search it (`search_ann_threshold`): rebuilt when missing, damaged or of
+    another model. Below the threshold search is exact and there is no step."""
+    embedder = make_embedder(settings)
+    path = (
+        sqlite_path(settings, settings.knowledge_store, "knowledge.db")
+        if settings.knowledge_store.startswith("sqlite")
+        else None
+    )
+    from ..stores.sqlite._knowledge import SqliteKnowledgeStore
+    from ..stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
+
+    if embedder is None or path is None or user_version(path) != KNOWLEDGE_SCHEMA_VERSION:
+        return None
+
+    def opened() -> SqliteKnowledgeStore:
+        return SqliteKnowledgeStore(
+            path, embedder=embedder, default_slots=settings.slots, ann_threshold=settings.search_ann_threshold
+        )
+
+    store = opened()
+    try:
+        state = await store.vector_index_state()
+    finally:
+        await store.close()
+    if state is None or not state.needed:
+        return None
+
+    async def apply(progress: Progress) -> str:
+        target = opened()
+        try:
+            progress("building the vector index", 0, state.passages)
+            built = await target.rebuild_vector_index()
+            progress("building the vector index", state.passages, state.passages)
+            return f"{built.saved if built else 'no index'} ({state.passages} passages)"
+        finally:
+            await target.close()
+
+    detail = f"{state.saved}" if state.usable else f"{state.saved}: to rebuild for {state.passages} passages"
+    return MigrationStep("vector-index", str(state.path), detail, not state.usable), apply
+
+
 async def _reembed_entries(settings: Settings) -> tuple[MigrationStep, Apply] | None:
     embedder = make_embedder(settings)
     if embedder is None or not settings.entry_store.startswith("sqlite"):
@@ -312,6 +355,7 @@ _STEPS = (
     _valkey_index,
     _dify_metadata,
     _reembed_knowledge,
+    _vector_index,  # after re-embedding: the index is built from the current model's vectors
     _reembed_entries,
     _project_scope,  # last: the stores exist by then, and their documents say which scope to adopt
 )

@@ -57,8 +57,10 @@ def migrate_command(
     """Apply pending migrations to the project's stores, in order, and record them.
 
     Steps: the embedded stores' schema versions, memory-mcp entries in Valkey that
-    lack a revision counter, the metadata fields memctl needs on Dify datasets, and
-    re-embedding after an embedding-model change (with progress). Each step commits
+    lack a revision counter, the metadata fields memctl needs on Dify datasets,
+    re-embedding after an embedding-model change (with progress), and the vector index of
+    an embedded knowledge store above search_ann_threshold, rebuilt when it is missing,
+    damaged or of another model. Each step commits
     in small units and checks the data itself, so an interrupted run completes on the
     next one and a second run changes nothing. Applied steps are appended to
     .memory/migrations.jsonl. --json prints `applied` and `pending` (and `changed`).

@@ -173,7 +173,7 @@ async def _vector_index(settings: Settings, embedder: LazyEmbedder) -> Check | N
     if state is None:
         return None
     name = "vector index"
-    fix = "nothing to run: the bridge rebuilds it on its next search, searching exactly meanwhile"
+    fix = "memctl migrate rebuilds it now (else the bridge does at its next search, exact meanwhile)"
     if state.usable:
         return Check(name, "ok", f"{state.path}: {state.saved}")
     if not state.needed:
