@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePath
+from typing import TYPE_CHECKING
 
 from .._errors import StoreUnavailable
 from .._files import private_file
@@ -34,6 +35,9 @@ from .._identity import pin_scope, pinned_scope
 from .._links import open_beneath
 from .._settings import Settings
 from ..stores._url import make_embedder, open_dify_store, sqlite_path
+
+if TYPE_CHECKING:
+    from ..stores.sqlite._knowledge import SqliteKnowledgeStore
 
 __all__ = ["MigrationStep", "migrate", "plan_migrations", "user_version"]
 
@@ -235,57 +239,17 @@ async def _dify_metadata(settings: Settings) -> tuple[MigrationStep, Apply] | No
     return MigrationStep("dify-metadata", remote.url, detail, bool(missing)), apply
 
 
-async def _reembed_knowledge(settings: Settings) -> tuple[MigrationStep, Apply] | None:
-    embedder = make_embedder(settings)
-    path = (
-        sqlite_path(settings, settings.knowledge_store, "knowledge.db")
-        if settings.knowledge_store.startswith("sqlite")
-        else None
-    )
+def _embedded_knowledge(settings: Settings) -> Callable[[], SqliteKnowledgeStore] | None:
+    """How to open the embedded knowledge store with its model; None without a model, for
+    another store, or before the schema step has run (opening now would migrate it)."""
     from ..stores.sqlite._knowledge import SqliteKnowledgeStore
     from ..stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
 
-    if embedder is None or path is None or user_version(path) != KNOWLEDGE_SCHEMA_VERSION:
-        return None  # checked again once the schema step has run (opening now would migrate)
-
-    store = SqliteKnowledgeStore(path, embedder=embedder, default_slots=settings.slots)
-    try:
-        stale = await store.stale_passages()
-    finally:
-        await store.close()
-
-    async def apply(progress: Progress) -> str:
-        target = SqliteKnowledgeStore(path, embedder=embedder, default_slots=settings.slots)
-        try:
-            total = await target.stale_passages()
-            progress("re-embedding", 0, total)
-            done = 0
-            while batch := await target.reembed_batch():
-                done += batch
-                progress("re-embedding", batch, total)
-            return f"{done} passages embedded with {embedder.name}"
-        finally:
-            await target.close()
-
-    return MigrationStep(
-        "reembed-knowledge", str(path), f"{stale} passages need {embedder.name} vectors", bool(stale)
-    ), apply
-
-
-async def _vector_index(settings: Settings) -> tuple[MigrationStep, Apply] | None:
-    """The embedded knowledge store's ANN index (`knowledge.ann`), where the store is large
-    enough to search it (`search_ann_threshold`): rebuilt when missing, damaged or of
-    another model. Below the threshold search is exact and there is no step."""
     embedder = make_embedder(settings)
-    path = (
-        sqlite_path(settings, settings.knowledge_store, "knowledge.db")
-        if settings.knowledge_store.startswith("sqlite")
-        else None
-    )
-    from ..stores.sqlite._knowledge import SqliteKnowledgeStore
-    from ..stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
-
-    if embedder is None or path is None or user_version(path) != KNOWLEDGE_SCHEMA_VERSION:
+    if embedder is None or not settings.knowledge_store.startswith("sqlite"):
+        return None
+    path = sqlite_path(settings, settings.knowledge_store, "knowledge.db")
+    if user_version(path) != KNOWLEDGE_SCHEMA_VERSION:
         return None
 
     def opened() -> SqliteKnowledgeStore:
@@ -293,6 +257,45 @@ async def _vector_index(settings: Settings) -> tuple[MigrationStep, Apply] | Non
             path, embedder=embedder, default_slots=settings.slots, ann_threshold=settings.search_ann_threshold
         )
 
+    return opened
+
+
+async def _reembed_knowledge(settings: Settings) -> tuple[MigrationStep, Apply] | None:
+    opened = _embedded_knowledge(settings)
+    if opened is None:
+        return None  # checked again once the schema step has run
+    store = opened()
+    try:
+        stale = await store.stale_passages()
+    finally:
+        await store.close()
+    model = store.embedder.name if store.embedder is not None else ""
+
+    async def apply(progress: Progress) -> str:
+        target = opened()
+        try:
+            total = await target.stale_passages()
+            progress("re-embedding", 0, total)
+            done = 0
+            while batch := await target.reembed_batch():
+                done += batch
+                progress("re-embedding", batch, total)
+            return f"{done} passages embedded with {model}"
+        finally:
+            await target.close()
+
+    return MigrationStep(
+        "reembed-knowledge", str(store.path), f"{stale} passages need {model} vectors", bool(stale)
+    ), apply
+
+
+async def _vector_index(settings: Settings) -> tuple[MigrationStep, Apply] | None:
+    """The embedded knowledge store's ANN index (`knowledge.ann`), where the store is large
+    enough to search it (`search_ann_threshold`): rebuilt when missing, damaged or of
+    another model. Below the threshold search is exact and there is no step."""
+    opened = _embedded_knowledge(settings)
+    if opened is None:
+        return None
     store = opened()
     try:
         state = await store.vector_index_state()
