@@ -64,11 +64,9 @@ async def _questions(
     chosen = eval_set(name, atoms, load_queries(queries_path, atoms))
     recorded: list[_knowledge_rerank.Evidence] = []
 
-    def spy(
-        conn: sqlite3.Connection, frequencies: Any, query: str, fused: Any, keyword: Any, dense: Any
-    ) -> Any:
-        recorded.append(_knowledge_rerank.evidence(conn, frequencies, query, fused, keyword, dense))
-        return fused
+    def spy(conn: sqlite3.Connection, matches: Any, rankings: _knowledge_rerank.Rankings) -> Any:
+        recorded.append(_knowledge_rerank.evidence(conn, matches, rankings))
+        return rankings.fused
 
     original = _knowledge.rerank
     _knowledge.rerank = spy  # type: ignore[assignment]

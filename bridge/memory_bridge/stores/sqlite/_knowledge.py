@@ -41,9 +41,10 @@ from .._query import query_terms
 from .._relevance import Evidence
 from ._db import Database
 from ._knowledge_hop import Coverage, Fused, HopPlan, insert_hops, plan_hop, score_hops
+from ._knowledge_matches import QueryMatches
 from ._knowledge_ranking import Ranking, fuse
 from ._knowledge_relevance import WINDOW, calibrate
-from ._knowledge_rerank import rerank
+from ._knowledge_rerank import Rankings, rerank
 from ._knowledge_schema import migrate_knowledge
 from ._knowledge_terms import TermFrequencies
 from ._knowledge_vectors import ANN_THRESHOLD, IndexState, KnowledgeVectors, bump_generation, embedded_text
@@ -597,6 +598,7 @@ class SqliteKnowledgeStore:
             degraded = self._vectors.catch_up(where, tuple(params))
 
         dense: dict[int, tuple[float, int]] = {}
+        matches = QueryMatches(query, self._terms)  # the head's words, read once for both stages
 
         def rank(conn: sqlite3.Connection, now: float) -> SearchPage | tuple[Fused, HopPlan | None]:
             if mode == "substring":
@@ -607,7 +609,7 @@ class SqliteKnowledgeStore:
             if mode == "hybrid":
                 fused = fuse(self.ranking, keyword, dense)
                 if self.ranking.rerank:
-                    fused = rerank(conn, self._terms, query, fused, keyword, dense)
+                    fused = rerank(conn, matches, Rankings(fused, keyword, dense))
             else:  # one side alone: its own score (BM25 normalised to the best hit)
                 side = dense if mode == "dense" else keyword
                 best = max((v[0] for v in side.values()), default=0.0) or 1.0
@@ -642,7 +644,7 @@ class SqliteKnowledgeStore:
                 ordered = insert_hops(ordered, score_hops(hop, self._vectors.index(conn), residual))
             evidence: dict[int, Evidence] = {}
             if calibrated:
-                ordered, evidence = calibrate(conn, query, ordered, dense)
+                ordered, evidence = calibrate(conn, matches, ordered, dense)
             scored = [item for item in ordered if score_threshold is None or item[0] >= score_threshold]
             hits = [
                 self._hit(conn, document, passage, score, evidence.get(document))

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from .._relevance import Evidence, RelevanceModel, calibration, coverage
+from .._relevance import Evidence, RelevanceModel, calibration
 from ._knowledge_hop import Fused
+from ._knowledge_matches import QueryMatches
 
 __all__ = ["WINDOW", "calibrate"]
 
@@ -25,21 +26,13 @@ Scored = dict[int, tuple[float, int]]  # document rowid -> (cosine, best passage
 
 
 def calibrate(
-    conn: sqlite3.Connection, query: str, ranked: Fused, dense: Scored
+    conn: sqlite3.Connection, matches: QueryMatches, ranked: Fused, dense: Scored
 ) -> tuple[Fused, dict[int, Evidence]]:
     """`ranked` in its order with calibrated scores, and each document's evidence."""
     if not ranked:
         return [], {}
-    marks = ", ".join("?" for _ in ranked)
-    texts = {
-        int(rowid): (name, content)
-        for rowid, name, content in conn.execute(
-            "SELECT p.rowid, d.name, p.content FROM passages AS p JOIN documents AS d ON d.rowid = p.document"
-            f" WHERE p.rowid IN ({marks})",
-            [passage for _, _, passage in ranked],
-        )
-    }
-    shares = coverage(query, [texts[passage] for _, _, passage in ranked])
+    found = matches.found(conn, [passage for _, _, passage in ranked])
+    shares = [matches.coverage(found[passage]) for _, _, passage in ranked]
     model: RelevanceModel = "hybrid" if dense else "keyword"
     shipped = calibration()
     evidence: dict[int, Evidence] = {}

@@ -24,23 +24,21 @@ in-memory match of the candidates' passages (~1-2 ms).
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from .._relevance import coverage_terms, matched_terms
 from ._knowledge_hop import Fused
+from ._knowledge_matches import QueryMatches
 from ._knowledge_ranking import CLOSE_COSINE, WEAK_COSINE
-from ._knowledge_terms import TermFrequencies
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["FEATURES", "HEAD", "Evidence", "evidence", "rerank"]
+__all__ = ["FEATURES", "HEAD", "Evidence", "Rankings", "evidence", "rerank"]
 
 HEAD = 30  # candidates from each of the fused and the dense ranking
 TRUSTED = 5  # the keyword side's best hits whose match says whether to trust that side
@@ -66,6 +64,15 @@ FEATURES: dict[str, Callable[[dict[str, float]], float]] = {
     "fused": lambda f: f["fused"],
     "fused_when_trusted": lambda f: f["fused"] * f["keyword_trust"],
 }  # name -> how it is computed from a candidate's raw evidence
+
+
+@dataclass(frozen=True)
+class Rankings:
+    """A hybrid search's three rankings: fused, and each side's own (document -> score, passage)."""
+
+    fused: Fused
+    keyword: Scored
+    dense: Scored
 
 
 @dataclass(frozen=True)
@@ -108,41 +115,12 @@ def _ranks(side: Scored) -> dict[int, int]:
     return {document: rank for rank, document in enumerate(order, 1)}
 
 
-def _idf(conn: sqlite3.Connection, frequencies: TermFrequencies, terms: Sequence[str]) -> dict[str, float]:
-    """BM25's idf of each word, from the store's passage counts (a common word's count is
-    capped where the keyword side stops counting it)."""
-    size = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0])
-    out = {}
-    for term in terms:
-        count = min(frequencies.passages(conn, term, size), float(size))
-        out[term] = math.log((size - count + 0.5) / (count + 0.5) + 1.0)
-    return out
-
-
-def _texts(conn: sqlite3.Connection, passages: set[int]) -> dict[int, tuple[str, str]]:
-    marks = ", ".join("?" for _ in passages)
-    return {
-        int(rowid): (name, content)
-        for rowid, name, content in conn.execute(
-            "SELECT p.rowid, d.name, p.content FROM passages AS p JOIN documents AS d ON d.rowid = p.document"
-            f" WHERE p.rowid IN ({marks})",
-            sorted(passages),
-        )
-    }
-
-
-def evidence(
-    conn: sqlite3.Connection,
-    frequencies: TermFrequencies,
-    query: str,
-    fused: Fused,
-    keyword: Scored,
-    dense: Scored,
-) -> Evidence:
+def evidence(conn: sqlite3.Connection, matches: QueryMatches, rankings: Rankings) -> Evidence:
     """The feature rows of the head: the fused ranking's best HEAD, then the dense side's
     best HEAD that are not among them."""
     import numpy as np
 
+    fused, keyword, dense = rankings.fused, rankings.keyword, rankings.dense
     fused_ranks = {document: rank for rank, (_, document, _) in enumerate(fused, 1)}
     fused_scores = {document: score for score, document, _ in fused}
     dense_ranks, keyword_ranks = _ranks(dense), _ranks(keyword)
@@ -152,16 +130,10 @@ def evidence(
     passages: dict[int, set[int]] = {}
     for document in {*documents, *trusted}:
         passages[document] = {side[document][1] for side in (keyword, dense) if document in side}
-    terms = coverage_terms(query)
-    idf = _idf(conn, frequencies, terms)
-    total = sum(idf.values()) or 1.0
-    texts = _texts(conn, {p for ps in passages.values() for p in ps})
-    order = sorted(texts)
-    found = dict(zip(order, matched_terms(terms, [texts[p] for p in order]), strict=True))
+    found = matches.found(conn, {p for ps in passages.values() for p in ps})
 
     def match(document: int) -> float:
-        words = set().union(*(found.get(p, set()) for p in passages[document]))
-        return sum(idf[word] for word in words) / total
+        return matches.weight(conn, set().union(*(found[p] for p in passages[document])))
 
     best_cosine = max((cosine for cosine, _ in dense.values()), default=0.0)
     best_keyword = max((score for score, _ in keyword.values()), default=0.0) or 1.0
@@ -185,19 +157,13 @@ def evidence(
     return Evidence(documents, np.array(rows, dtype=np.float64).reshape(len(documents), len(FEATURES)))
 
 
-def rerank(
-    conn: sqlite3.Connection,
-    frequencies: TermFrequencies,
-    query: str,
-    fused: Fused,
-    keyword: Scored,
-    dense: Scored,
-) -> Fused:
-    """`fused` with its head re-ordered by the shipped model; the head keeps the fused
-    head's scores in order, so scores fall with rank, and the rest follows unchanged."""
-    if not fused or not dense:
+def rerank(conn: sqlite3.Connection, matches: QueryMatches, rankings: Rankings) -> Fused:
+    """The fused ranking with its head re-ordered by the shipped model; the head keeps the
+    fused head's scores in order, so scores fall with rank, and the rest follows unchanged."""
+    fused = rankings.fused
+    if not fused or not rankings.dense:
         return fused
-    found = evidence(conn, frequencies, query, fused, keyword, dense)
+    found = evidence(conn, matches, rankings)
     scores = _model().scores(found.rows)
     order = sorted(range(len(found.documents)), key=lambda i: (-scores[i], i))
     head = set(found.documents)
