@@ -4,8 +4,12 @@ Ingests the engineering atoms into an embedded store with the bundled model, sea
 three probe sets (answerable, on-topic unanswerable, nonsense: bench/_abstention.py) and fits,
 on the `fit` half only, one logistic model per kind of evidence:
 
-- `hybrid` (the embedded store): cosine of the best passage, query-term coverage;
-- `keyword` (no vectors, Dify economy datasets, entries): coverage;
+- `hybrid` (the embedded store): cosine of the best passage, query-term coverage; then, with
+  those held as they are (an offset), a correction by the share of the query's idf in words
+  the store never holds (`unheld`, weighed by `telling`, how much that tells at the store's
+  size) and `telling` itself (its intercept): a store too small to tell keeps the first fit;
+- `lexical` (the embedded store without vectors): coverage, then the same correction;
+- `keyword` (Dify economy datasets, entries: no store statistics): coverage;
 - `dify` (Dify high-quality datasets): Dify's weighted score alone, emulated here by the classical
   0.7 x cosine + 0.3 x BM25 / best.
 
@@ -13,7 +17,9 @@ Positives are the right atoms wherever they rank in the head; negatives are the 
 each unanswerable and nonsense probe (what a threshold must stop); the two classes weigh the
 same, so a score of 0.5 is an even chance that a hit is an answer rather than the best guess
 for a question with none. The default threshold is the one that, on `fit`, stops every
-nonsense probe and maximises (answerable right atom in top 3 + unanswerable abstention) / 2.
+nonsense probe and maximises (answerable right atom in top 3 + unanswerable abstention) / 2
+for the hybrid model; each other model's intercept is then shifted so that its own best
+cut on `fit` falls on that same threshold (one default serves every store).
 Same data, same result: no randomness anywhere.
 
     nice -n 10 uv run --frozen python bench/calibrate.py            # fit, print, write
@@ -36,11 +42,14 @@ import numpy as np
 from _abstention import BASELINE, CALIBRATED, KEYWORD, Hit, ProbeResult, choose_threshold
 from retrieval import REPO, probe_results
 
+CORRECTION = ("unheld", "telling")
 TARGET = REPO / "bridge" / "memory_bridge" / "stores" / "relevance.json"
-FEATURES: dict[str, tuple[str, tuple[str, ...]]] = {  # model -> (ranking it is fitted on, features)
-    "hybrid": (CALIBRATED, ("cosine", "coverage")),
-    "keyword": (KEYWORD, ("coverage",)),
-    "dify": (BASELINE, ("store_score",)),
+FEATURES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    # model -> (ranking it is fitted on, features, the correction's features fitted after them)
+    "hybrid": (CALIBRATED, ("cosine", "coverage"), CORRECTION),
+    "lexical": (KEYWORD, ("coverage",), CORRECTION),
+    "keyword": (KEYWORD, ("coverage",), ()),
+    "dify": (BASELINE, ("store_score",), ()),
 }
 L2 = 1e-2  # ridge on the weights: keeps the fit finite when the classes separate
 
@@ -65,18 +74,22 @@ def examples(results: Sequence[ProbeResult], label: str, features: Sequence[str]
     return x, y, weights
 
 
-def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[float, list[float]]:
-    """Weighted, ridge-regularised logistic regression by Newton's method."""
-    design = np.hstack([np.ones((len(x), 1)), x])
+def fit(
+    x: np.ndarray, y: np.ndarray, weights: np.ndarray, offset: np.ndarray | None = None
+) -> tuple[float, list[float]]:
+    """Weighted, ridge-regularised logistic regression by Newton's method; with `offset`
+    (each example's score from a model fitted before), no intercept of its own."""
+    design = np.hstack([np.ones((len(x), 1)), x]) if offset is None else x
+    base = np.zeros(len(x)) if offset is None else offset
     w = np.zeros(design.shape[1])
     for _ in range(100):
-        p = 1 / (1 + np.exp(-design @ w))
+        p = 1 / (1 + np.exp(-(base + design @ w)))
         hessian = design.T @ (design * (weights * p * (1 - p))[:, None]) + L2 * np.eye(len(w))
         step = np.linalg.solve(hessian, design.T @ (weights * (p - y)) + L2 * w)
         w -= step
         if np.abs(step).max() < 1e-9:
             break
-    return float(w[0]), [float(v) for v in w[1:]]
+    return (0.0, [float(v) for v in w]) if offset is not None else (float(w[0]), [float(v) for v in w[1:]])
 
 
 def scorer(intercept: float, weights: Sequence[float], features: Sequence[str]) -> Callable[[Hit], float]:
@@ -88,24 +101,39 @@ def scorer(intercept: float, weights: Sequence[float], features: Sequence[str]) 
 
 
 def calibrate(results: Sequence[ProbeResult]) -> dict[str, object]:
+    fitted: dict[str, tuple[float, list[float], tuple[str, ...]]] = {}
+    for model, (label, features, correction) in FEATURES.items():
+        x, y, weights = examples(results, label, features)
+        intercept, first = fit(x, y, weights)
+        if correction:
+            offset = intercept + x @ np.array(first)
+            _, second = fit(examples(results, label, correction)[0], y, weights, offset)
+            first, features = first + second, features + correction
+        fitted[model] = (intercept, first, features)
+    threshold = choose_threshold(results, CALIBRATED, scorer(*fitted["hybrid"]))
     models: dict[str, object] = {}
-    scores: dict[str, Callable[[Hit], float]] = {}
-    for model, (label, features) in FEATURES.items():
-        intercept, weights = fit(*examples(results, label, features))
-        intercept, weights = round(intercept, 4), [round(w, 4) for w in weights]
-        models[model] = {"features": list(features), "weights": weights, "intercept": intercept}
-        scores[model] = scorer(intercept, weights, features)
-    threshold = choose_threshold(results, CALIBRATED, scores["hybrid"])
-    fitted = [r for r in results if r.probe.half == "fit"]
+    for model, (intercept, weights, features) in fitted.items():
+        if model != "hybrid":  # its best cut on `fit` moved onto the one default threshold
+            best = choose_threshold(results, FEATURES[model][0], scorer(intercept, weights, features))
+            intercept += _logit(threshold) - _logit(best)
+        models[model] = {
+            "features": list(features),
+            "weights": [round(w, 4) for w in weights],
+            "intercept": round(intercept, 4),
+        }
     return {
         "models": models,
         "threshold": threshold,
         "fitted_on": {
-            kind: sum(r.probe.kind == kind for r in fitted)
+            kind: sum(r.probe.kind == kind for r in results if r.probe.half == "fit")
             for kind in ("answerable", "unanswerable", "nonsense")
         },
         "fitted_by": "bench/calibrate.py",
     }
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1 - p))
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     )
     max_results: int = Field(8, gt=0, le=50, description="Default number of search_memory records.")
     search_score_threshold: float = Field(
-        0.67,
+        0.56,
         ge=0.0,
         le=1.0,
         description="Least calibrated relevance (0..1) a knowledge hit needs to be returned by "

@@ -7,9 +7,14 @@ being the best guess for a question nothing answers) by a logistic model fitted 
 labelled set (answerable, on-topic unanswerable and nonsense questions, the two classes
 weighed alike; `bench/calibrate.py`), shipped as `relevance.json` beside this module:
 
-- `hybrid`: the best passage's cosine to the query and the query-term coverage of the
-  passage shown (the embedded store with its embedding model);
-- `keyword`: coverage alone (no embedding model, a Dify economy dataset, an entry);
+- `hybrid` (the embedded store with its embedding model): the best passage's cosine to the
+  query and the query-term coverage of the passage shown, then a correction by the share of
+  the query's idf in words no passage of the store holds (`unheld`: a question about
+  something the store never mentions, however close its best guess), weighed by how much
+  that tells in a store of this size (`telling`: nothing in a handful of notes, which lack
+  most words of any question; fully from a few hundred passages on);
+- `lexical` (the embedded store without vectors): coverage, then the same correction;
+- `keyword` (a Dify economy dataset, an entry: no store statistics): coverage alone;
 - `dify`: Dify's own hybrid score (0.7 x cosine + 0.3 x keyword).
 
 A hit holding every word of the query scores at least what `keyword` gives it. The models
@@ -45,7 +50,7 @@ __all__ = [
     "matched_terms",
 ]
 
-RelevanceModel = Literal["hybrid", "keyword", "dify"]
+RelevanceModel = Literal["hybrid", "lexical", "keyword", "dify"]
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
@@ -56,12 +61,18 @@ class Evidence:
     coverage: float  # share of the query's words the passage (or the document's name) contains
     cosine: float | None = None  # the best passage's cosine to the query (None: no embedding)
     store_score: float | None = None  # the store's own score where the model uses it (Dify's)
+    unheld: float | None = None  # share of the query's idf in words no passage of the store holds
+    telling: float | None = None  # how much `unheld` tells, 0..1 (by the store's size)
 
     def feature(self, name: str) -> float:
+        """A model's input: a field, or `unheld` weighed by how much it tells."""
+        if name == "unheld":
+            return (self.unheld or 0.0) * (self.telling or 0.0)
         value = {
             "coverage": self.coverage,
             "cosine": self.cosine,
             "store_score": self.store_score,
+            "telling": self.telling,
         }[name]
         return 0.0 if value is None else value
 

@@ -16,7 +16,9 @@ from collections.abc import Iterable
 from .._relevance import coverage_terms, matched_terms
 from ._knowledge_terms import TermFrequencies
 
-__all__ = ["QueryMatches"]
+__all__ = ["TELLING_SIZE", "QueryMatches"]
+
+TELLING_SIZE = 200  # passages: what a smaller store does not hold says less the smaller it is
 
 
 class QueryMatches:
@@ -26,6 +28,8 @@ class QueryMatches:
         self.terms = coverage_terms(query)
         self._frequencies = frequencies
         self._idf: dict[str, float] | None = None
+        self._unheld: set[str] = set()  # words no passage of the store holds
+        self._size = 0  # the store's passages (its largest rowid)
         self._found: dict[int, frozenset[str]] = {}
 
     def idf(self, conn: sqlite3.Connection) -> dict[str, float]:
@@ -33,9 +37,12 @@ class QueryMatches:
         side stops counting it)."""
         if self._idf is None:
             size = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0])
+            self._size = size
             self._idf = {}
             for term in self.terms:
                 count = min(self._frequencies.passages(conn, term, size), float(size))
+                if count == 0:
+                    self._unheld.add(term)
                 self._idf[term] = math.log((size - count + 0.5) / (count + 0.5) + 1.0)
         return self._idf
 
@@ -67,3 +74,16 @@ class QueryMatches:
         idf = self.idf(conn)
         total = sum(idf.values())
         return sum(idf[word] for word in set(words)) / total if total else 0.0
+
+    def unheld(self, conn: sqlite3.Connection) -> float:
+        """The share of the query's idf carried by words no passage of the store holds (a
+        question about something the store never mentions); 1 for a query of stop words only,
+        which names nothing the store holds."""
+        return self.weight(conn, self._unheld) if self.idf(conn) else 1.0
+
+    def telling(self, conn: sqlite3.Connection) -> float:
+        """How much what the store does not hold tells, 0..1: a store of a handful of notes
+        lacks most words of any question, answerable or not; from TELLING_SIZE passages on,
+        a word it never uses says it does not talk about that."""
+        self.idf(conn)
+        return min(1.0, self._size / TELLING_SIZE)

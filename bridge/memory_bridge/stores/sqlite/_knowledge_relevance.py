@@ -2,12 +2,14 @@
 shipped calibration (`stores._relevance`), its order kept.
 
 Each document of the head (the fusion's best `window`, with the second hop's) is scored
-from its best passage's cosine and the query-term coverage of the passage shown
-(`hybrid` model), or from coverage alone when the search had no vectors (`keyword`
-model). The ranking orders better than the calibration does (it weighs every candidate;
-measured in bench/README.md), so the order stays and a hit's score is the best
-calibrated relevance at its rank or below: scores fall with rank, and a threshold cuts
-the ranking after the last hit relevant enough. Documents past the head are left out.
+from its best passage's cosine to the query, the query-term coverage of the passage shown
+and the share of the query's idf in words no passage of the store holds, weighed by how
+much that tells at the store's size (`hybrid` model), or without the cosine when the
+search had no vectors (`lexical` model); the words are the search's `QueryMatches`, read
+once. The ranking orders better than the calibration does (it weighs every candidate;
+measured in bench/README.md), so the order stays and a hit's score is the best calibrated
+relevance at its rank or below: scores fall with rank, and a threshold cuts the ranking
+after the last hit relevant enough. Documents past the head are left out.
 """
 
 from __future__ import annotations
@@ -32,13 +34,18 @@ def calibrate(
     if not ranked:
         return [], {}
     found = matches.found(conn, [passage for _, _, passage in ranked])
-    shares = [matches.coverage(found[passage]) for _, _, passage in ranked]
-    model: RelevanceModel = "hybrid" if dense else "keyword"
+    model: RelevanceModel = "hybrid" if dense else "lexical"
     shipped = calibration()
     evidence: dict[int, Evidence] = {}
-    for (_, document, _), share in zip(ranked, shares, strict=True):
+    unheld, telling = matches.unheld(conn), matches.telling(conn)
+    for _, document, passage in ranked:
         cosine = max(0.0, dense[document][0]) if document in dense else 0.0
-        evidence[document] = Evidence(share, cosine if model == "hybrid" else None)
+        evidence[document] = Evidence(
+            matches.coverage(found[passage]),
+            cosine if dense else None,
+            unheld=unheld,
+            telling=telling,
+        )
     scored: Fused = []
     best = 0.0
     for _, document, passage in reversed(ranked):
