@@ -38,7 +38,7 @@ async def test_a_failing_background_round_is_logged_and_the_loops_go_on(
     state = SimpleNamespace(
         store=SimpleNamespace(sweep=sweep, upkeep=embed),
         knowledge=SimpleNamespace(upkeep=upkeep),
-        settings=SimpleNamespace(sweep_interval_seconds=0.01),
+        settings=SimpleNamespace(retention=SimpleNamespace(sweep_interval_seconds=0.01)),
     )
     with caplog.at_level(logging.WARNING, logger="memctl.bridge"):
         async with anyio.create_task_group() as tasks:

@@ -77,7 +77,7 @@ def test_settings_reach_the_embedded_store(tmp_path: Path) -> None:
     assert store.ranking.fusion == "rrf" and store.ranking.vector_weight == 0.4
     assert store.ranking.prefix_min == 4 and not store.ranking.second_hop
     defaults = load_settings(project=tmp_path)
-    assert defaults.search_second_hop and defaults.search_fusion == "adaptive"
+    assert defaults.search.second_hop and defaults.search.fusion == "adaptive"
     anyio.run(store.close)
 
 
