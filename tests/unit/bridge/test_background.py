@@ -9,8 +9,7 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
-from memory_bridge import _serve
-from memory_bridge._errors import StoreUnavailable
+from memory_bridge import StoreUnavailable, _serve
 
 
 class Flaky:

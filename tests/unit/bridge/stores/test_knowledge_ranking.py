@@ -8,8 +8,7 @@ import anyio
 import pytest
 
 from memory_bridge import load_settings
-from memory_bridge.stores import DocMetadata, KnowledgeFilter
-from memory_bridge.stores._url import open_knowledge_store
+from memory_bridge.stores import DocMetadata, KnowledgeFilter, open_knowledge_store
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge_ranking import Ranking, adaptive_weight, fuse
 
