@@ -34,7 +34,8 @@ from typing import Any
 import anyio
 
 from _env import git_commit
-from memory_bridge.core._freshness import Freshness, rerank
+from memory_bridge.core import Freshness
+from memory_bridge.core._freshness import rerank
 from memory_bridge.search import lazy_minilm
 from memory_bridge.stores import KnowledgeFilter
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore

@@ -160,13 +160,13 @@ class RejectionLog:
 
 def _transport_security(state: AppState) -> TransportSecuritySettings:
     settings = state.settings
-    hosts = [*_LOOPBACK_HOSTS, *settings.allowed_hosts]
-    if not is_loopback(settings.host) and settings.host not in ("0.0.0.0", "::"):
-        hosts += [settings.host, f"{settings.host}:*"]
+    hosts = [*_LOOPBACK_HOSTS, *settings.serve.allowed_hosts]
+    if not is_loopback(settings.serve.host) and settings.serve.host not in ("0.0.0.0", "::"):
+        hosts += [settings.serve.host, f"{settings.serve.host}:*"]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=hosts,
-        allowed_origins=[*_LOOPBACK_ORIGINS, *settings.allowed_origins],
+        allowed_origins=[*_LOOPBACK_ORIGINS, *settings.serve.allowed_origins],
     )
 
 
@@ -199,9 +199,9 @@ def build_http_app(
         streamable_http_path="/mcp",
         json_response=True,
         stateless_http=worker is not None,
-        max_request_body_size=state.settings.max_body_bytes,
+        max_request_body_size=state.settings.serve.max_body_bytes,
         transport_security=_transport_security(state),
-        host=state.settings.host,
+        host=state.settings.serve.host,
     )
     served = RejectionLog(BearerAuth(app, tokens))
     return served if worker is None else WorkerHeader(served, worker)

@@ -74,7 +74,7 @@ def write_scope(project: Path, scope: str) -> None:
 
 def _stored_scope(settings: Settings) -> str | None:
     """The scope most documents of an existing embedded knowledge store carry."""
-    if settings.knowledge_store != "sqlite":
+    if settings.stores.knowledge_store != "sqlite":
         return None
     path = settings.memory_dir / "knowledge.db"
     if not path.is_file():
@@ -98,11 +98,11 @@ def pin_scope(settings: Settings) -> Settings:
     Nothing is written for a project without a `.memory/` directory, nor where the
     project cannot be written (a warning is logged).
     """
-    if settings.scope or not settings.memory_dir.is_dir():
+    if settings.stores.scope or not settings.memory_dir.is_dir():
         return settings
     scope = _stored_scope(settings) or settings.project_scope
     try:
         write_scope(settings.project, scope)
     except OSError as exc:  # a read-only project (a container's mount): serve it all the same
         _log.warning("could not pin scope %r in %s: %s", scope, settings.memory_dir, exc.strerror)
-    return settings.model_copy(update={"scope": scope})
+    return settings.model_copy(update={"stores": settings.stores.model_copy(update={"scope": scope})})

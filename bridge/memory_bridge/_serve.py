@@ -35,7 +35,7 @@ async def open_state(settings: Settings, *, background: bool = True) -> AsyncIte
     (with `background`: one HTTP worker of several leaves that to the first).
 
     Serving a project pins its scope (`_identity.pin_scope`) once its stores exist."""
-    if not settings.redact_entries:
+    if not settings.intake.redact_entries:
         log.warning(
             "redact_entries is false: memory_set stores secrets verbatim (memory-mcp's behaviour); "
             "anyone who can read the entry store or a backup of it reads them"
@@ -51,8 +51,8 @@ async def open_state(settings: Settings, *, background: bool = True) -> AsyncIte
             )
             recalls = RecallStamper(
                 knowledge,
-                debounce_seconds=settings.recall_stamp_debounce_hours * 3600,
-                timeout_seconds=settings.tool_timeout_seconds,
+                debounce_seconds=settings.search.recall_stamp_debounce_hours * 3600,
+                timeout_seconds=settings.serve.tool_timeout_seconds,
             )
             state = AppState(settings, store, Metrics(), knowledge, watch, recalls)
             async with anyio.create_task_group() as tasks:
@@ -85,7 +85,7 @@ async def _sweep_forever(state: AppState) -> None:
     await anyio.sleep(STARTUP_GRACE_SECONDS)  # let the first client's requests go first
     while True:
         await _attempt("sweeping expired entries", state.store.sweep)
-        await anyio.sleep(state.settings.sweep_interval_seconds)
+        await anyio.sleep(state.settings.retention.sweep_interval_seconds)
         await _attempt("knowledge upkeep", state.knowledge.upkeep)
 
 
@@ -106,17 +106,17 @@ def check_bind(settings: Settings, tokens: Sequence[str]) -> None:
     """Refuse a non-loopback address without a bearer token."""
     from ._http import is_loopback
 
-    if not tokens and not is_loopback(settings.host):
+    if not tokens and not is_loopback(settings.serve.host):
         raise ConfigError(
-            f"refusing to serve on {settings.host} without a bearer token: anyone who can reach it could "
-            "read and change this project's memory; pass --token-file (or bind 127.0.0.1)"
+            f"refusing to serve on {settings.serve.host} without a bearer token: anyone who can reach it "
+            "could read and change this project's memory; pass --token-file (or bind 127.0.0.1)"
         )
 
 
 async def serve_http(settings: Settings, *, worker: int | None = None) -> None:
     """Serve streamable HTTP at /mcp, with /health and /metrics, until interrupted.
 
-    As `worker` i of several (`settings.workers`), on its own socket sharing the port, and
+    As `worker` i of several (`settings.serve.workers`), on its own socket sharing the port, and
     stateless: any worker answers any request."""
     import uvicorn  # the HTTP server and its app load only for --http (stdio starts faster)
 
@@ -129,19 +129,19 @@ async def serve_http(settings: Settings, *, worker: int | None = None) -> None:
         app = build_http_app(state, build_server(state, tools_now=True), tokens, worker=worker)
         config = uvicorn.Config(
             app,
-            host=settings.host,
-            port=settings.port,
-            log_level=settings.log_level.lower(),
+            host=settings.serve.host,
+            port=settings.serve.port,
+            log_level=settings.serve.log_level.lower(),
             access_log=False,
             lifespan="on",
         )
         server = uvicorn.Server(config)
-        sockets = None if worker is None else [listening_socket(settings.host, settings.port)]
+        sockets = None if worker is None else [listening_socket(settings.serve.host, settings.serve.port)]
         if not worker:
-            workers = "" if worker is None else f", {settings.workers} workers"
+            workers = "" if worker is None else f", {settings.serve.workers} workers"
             print(
                 f"memctl bridge: project {settings.project}, store {state.store.url}, "
-                f"auth {'on' if tokens.current() else 'off'}{workers}, http://{settings.host}:{settings.port}/mcp",
+                f"auth {'on' if tokens.current() else 'off'}{workers}, http://{settings.serve.host}:{settings.serve.port}/mcp",
                 file=sys.stderr,
                 flush=True,
             )
@@ -149,15 +149,16 @@ async def serve_http(settings: Settings, *, worker: int | None = None) -> None:
 
 
 def serve_http_workers(settings: Settings, backend_options: dict[str, bool]) -> int:
-    """`settings.workers` processes serving HTTP on one port; their exit code (0 when stopped).
+    """`settings.serve.workers` processes serving HTTP on one port; their exit code (0 when stopped).
 
     The stores are opened once here first, so one that cannot open fails start-up with its
     own error (and the project's scope is pinned) before any worker starts."""
     from ._workers import reserve_port, run_workers
 
     check_bind(settings, token_source(settings).current())
-    with reserve_port(settings.host, settings.port) as reserved:
-        settings = settings.model_copy(update={"port": reserved.getsockname()[1]})
+    with reserve_port(settings.serve.host, settings.serve.port) as reserved:
+        serve = settings.serve.model_copy(update={"port": reserved.getsockname()[1]})
+        settings = settings.model_copy(update={"serve": serve})
         anyio.run(_open_once, settings, backend_options=backend_options)
 
         def work(index: int) -> None:
@@ -169,7 +170,7 @@ def serve_http_workers(settings: Settings, backend_options: dict[str, bool]) -> 
             except KeyboardInterrupt:
                 pass
 
-        return run_workers(settings.workers, work)
+        return run_workers(settings.serve.workers, work)
 
 
 async def _open_once(settings: Settings) -> None:
@@ -198,7 +199,7 @@ def run_bridge(settings: Settings, *, http: bool) -> None:
         options: dict[str, bool] = {}
     else:
         options = {"use_uvloop": True}
-    if http and settings.workers > 1:
+    if http and settings.serve.workers > 1:
         code = serve_http_workers(settings, options)
         if code:
             sys.exit(code)

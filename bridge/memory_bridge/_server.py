@@ -167,7 +167,7 @@ def build_server(state: AppState, *, tools_now: bool = False) -> MCPServer[AppSt
         SERVER_NAME,
         version=version("memctl"),
         instructions=_INSTRUCTIONS,
-        log_level=state.settings.log_level,
+        log_level=state.settings.serve.log_level,
         lifespan=lifespan,
         cache_dir=state.settings.model_cache,
     )

@@ -123,8 +123,8 @@ class FileTokens:
 
 def token_source(settings: Settings) -> TokenSource:
     """The tokens the settings name: a rotatable file, a fixed token, or none."""
-    if settings.token_file is not None:
-        return FileTokens(settings.token_file)
+    if settings.serve.token_file is not None:
+        return FileTokens(settings.serve.token_file)
     token = settings.bearer_token()
     if token is None:
         return StaticTokens(())

@@ -113,7 +113,10 @@ def test_blank_token_given_directly_is_refused(project: Path, blank: str) -> Non
 
 
 def test_a_blank_token_that_bypassed_validation_is_refused(project: Path) -> None:
-    settings = load_settings(project=project).model_copy(update={"auth_token": SecretStr("  ")})
+    settings = load_settings(project=project)
+    settings = settings.model_copy(
+        update={"serve": settings.serve.model_copy(update={"auth_token": SecretStr("  ")})}
+    )
     with pytest.raises(ConfigError, match="empty"):
         token_source(settings)
 

@@ -24,10 +24,10 @@ import pytest
 from click.testing import CliRunner
 
 from ansible_collections.memctl.stack.plugins.modules.bridge_token import ensure_token
+from memctl.api.clients import Plan, apply
 from memctl.capture._front import spawn_worker
 from memctl.capture._paths import CaptureDirs
 from memctl.cli import cli
-from memctl.provision._clients import Plan, apply
 from memctl.transfer import _markdown_import
 from memory_bridge import EntryWrite, LinkRefused, load_settings, open_entry_store
 from memory_bridge.stores import DocMetadata, open_knowledge_store

@@ -10,11 +10,9 @@ import anyio
 import pytest
 
 from memory_bridge import load_settings
-from memory_bridge.stores import KnowledgeFilter
-from memory_bridge.stores._url import make_embedder, open_knowledge_store
+from memory_bridge.stores import KnowledgeFilter, make_embedder, open_knowledge_store
 from memory_bridge.stores.dify._client import DifyClient
-from memory_bridge.stores.sqlite import SCHEMA_VERSION
-from memory_bridge.stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
+from memory_bridge.stores.sqlite import KNOWLEDGE_SCHEMA_VERSION, SCHEMA_VERSION
 from memory_bridge.stores.sqlite._schema import _MIGRATIONS, run_migrations
 
 from ..servers import RunningServer
@@ -143,7 +141,7 @@ def test_an_interrupted_valkey_upgrade_completes_on_the_next_run(
 def test_migrate_builds_the_valkey_word_index_for_entries_written_without_it(
     tmp_path: Path, valkey_server: RunningServer, valkey_url: str
 ) -> None:
-    from memory_bridge.stores._base import EntryFilter, EntryWrite
+    from memory_bridge.stores import EntryFilter, EntryWrite
     from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 
     client = valkey_server.client()

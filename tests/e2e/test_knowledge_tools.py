@@ -518,7 +518,8 @@ async def test_search_ranks_a_recalled_document_first_and_a_superseded_lesson_la
     query = "tests fail with no such table"  # the new lesson shares none of its words: no threshold
     found = await names_found(client, query, "self_improvement", scoreThreshold=0.0)
     assert found == ["lesson-new.md", "lesson-old.md"]
-    settings = state.settings.model_copy(update={"search_superseded_penalty": 0.0})
+    search = state.settings.search.model_copy(update={"superseded_penalty": 0.0})
+    settings = state.settings.model_copy(update={"search": search})
     async with Client(build_server(replace(state, settings=settings))) as plain:
         found = await names_found(plain, query, "self_improvement", scoreThreshold=0.0)
         assert found == ["lesson-old.md", "lesson-new.md"]
@@ -555,7 +556,7 @@ async def test_search_memory_lets_the_words_decide_among_turns_close_in_meaning(
     project = tmp_path / "chat"
     project.mkdir()
     async with open_state(load_settings(project=project)) as state, Client(build_server(state)) as client:
-        assert state.settings.search_fusion == "adaptive"
+        assert state.settings.search.fusion == "adaptive"
         for name, text in CROWN_TURNS.items():
             await state.knowledge.upsert("knowledge", name, text, DocMetadata(scope="chat"), origin="test")
         query = "Who will drive me to the crown appointment at the Cedar Lane clinic on Wednesday?"

@@ -167,14 +167,16 @@ async def test_a_slot_without_a_policy_or_with_an_invalid_one_is_refused(
     assert refusal["code"] == "policy-undeclared-slot" and refusal["slot"] == "research"
     assert "research" in refusal["message"] and "consolidate_policies" in refusal["message"]
 
-    settings = state.settings.model_copy(update={"consolidate_policies": {"research": "sometimes"}})
+    maintain = state.settings.maintain.model_copy(update={"consolidate_policies": {"research": "sometimes"}})
+    settings = state.settings.model_copy(update={"maintain": maintain})
     async with Client(build_server(replace(state, settings=settings))) as strict:
         invalid = await consolidate(strict)
     assert invalid["ok"] is False and invalid["perSlot"] == {}
     assert [(r["code"], r["slot"]) for r in invalid["refusals"]] == [("policy-invalid", "research")]
     assert "'sometimes'" in invalid["refusals"][0]["message"]
 
-    settings = state.settings.model_copy(update={"consolidate_policies": {"research": "none"}})
+    maintain = state.settings.maintain.model_copy(update={"consolidate_policies": {"research": "none"}})
+    settings = state.settings.model_copy(update={"maintain": maintain})
     async with Client(build_server(replace(state, settings=settings))) as declared:
         fine = await consolidate(declared)
     assert fine["ok"] and fine["policies"]["research"] == "none" and "research" not in fine["refine"]

@@ -23,7 +23,7 @@ DOCS = {
     "oncall.md": "The on-call engineer rotates weekly and pages through the incident channel.",
 }
 NONSENSE = "zqxv florp blarg"
-THRESHOLD = Settings.model_fields["search_score_threshold"].default
+THRESHOLD = Settings.flat_fields()["search_score_threshold"][1].default
 
 
 def payload(result: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from valkey.cluster import ClusterNode, ValkeyCluster
 
-from memory_bridge.stores._base import EntryFilter
+from memory_bridge.stores import EntryFilter
 from memory_bridge.stores._query import query_terms
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 from memory_bridge.stores.valkey._keys import SHARDS

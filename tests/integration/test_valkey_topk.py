@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from memory_bridge.stores._base import EntryFilter, EntryWrite
+from memory_bridge.stores import EntryFilter, EntryWrite
 from memory_bridge.stores.valkey._entries import ValkeyEntryStore
 
 from ..servers import RunningCluster, RunningServer, run_cluster, run_server, valkey_server_binary

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memctl.provision._clients import Plan, apply, remove
+from memctl.api.clients import Plan, apply, remove
 from memctl.provision._proof import launches
 from memory_bridge import ConfigError
 

@@ -107,8 +107,8 @@ def test_init_writes_settings_that_load_and_registers_the_project(
     settings_text = "\n".join(
         line.removeprefix("# ") for line in config.read_text().splitlines() if " = " in line
     )
-    assert tomllib.loads(settings_text)["slots"] == list(load_settings(project=app).slots)
-    assert load_settings(project=app).entry_store == "sqlite:///tmp/x.db"
+    assert tomllib.loads(settings_text)["slots"] == list(load_settings(project=app).stores.slots)
+    assert load_settings(project=app).stores.entry_store == "sqlite:///tmp/x.db"
     code, listed = _run(["projects", "list"], registry)
     assert [p["slug"] for p in listed["projects"]] == ["app"]
 

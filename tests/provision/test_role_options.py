@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memctl.provision._inventory import Project
+from memctl.api.project import Project
 from memctl.provision._role_options import ROLES, ClientConfig, RoleOptions
 
 from .. import yamlfiles

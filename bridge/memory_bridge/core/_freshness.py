@@ -53,11 +53,11 @@ class Freshness:
     def of(cls, settings: Settings) -> Freshness:
         """The weights a project's settings give."""
         return cls(
-            recall_weight=settings.search_recall_weight,
-            recall_half_life_days=settings.search_recall_half_life_days,
-            stale_penalty=settings.search_stale_penalty,
-            stale_after_days=settings.consolidate_stale_after_months * MONTH_DAYS,
-            superseded_penalty=settings.search_superseded_penalty,
+            recall_weight=settings.search.recall_weight,
+            recall_half_life_days=settings.search.recall_half_life_days,
+            stale_penalty=settings.search.stale_penalty,
+            stale_after_days=settings.maintain.consolidate_stale_after_months * MONTH_DAYS,
+            superseded_penalty=settings.search.superseded_penalty,
         )
 
 

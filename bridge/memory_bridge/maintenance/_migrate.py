@@ -93,15 +93,17 @@ async def _project_scope(settings: Settings) -> tuple[MigrationStep, Apply] | No
     where = str(settings.memory_dir / "config.toml")
 
     async def apply(progress: Progress) -> str:
-        return f"scope {pin_scope(settings).scope!r} pinned"
+        return f"scope {pin_scope(settings).stores.scope!r} pinned"
 
-    if pinned is not None or settings.scope:
-        return MigrationStep("project-scope", where, f"scope {(pinned or settings.scope)!r}", False), apply
+    if pinned is not None or settings.stores.scope:
+        return MigrationStep(
+            "project-scope", where, f"scope {(pinned or settings.stores.scope)!r}", False
+        ), apply
     return MigrationStep("project-scope", where, "scope not pinned yet", True), apply
 
 
 async def _entries_schema(settings: Settings) -> tuple[MigrationStep, Apply] | None:
-    if not settings.entry_store.startswith("sqlite"):
+    if not settings.stores.entry_store.startswith("sqlite"):
         return None
     from ..stores.sqlite._entries import SqliteEntryStore
     from ..stores.sqlite._schema import SCHEMA_VERSION
@@ -117,15 +119,15 @@ async def _entries_schema(settings: Settings) -> tuple[MigrationStep, Apply] | N
 
 
 async def _knowledge_schema(settings: Settings) -> tuple[MigrationStep, Apply] | None:
-    if not settings.knowledge_store.startswith("sqlite"):
+    if not settings.stores.knowledge_store.startswith("sqlite"):
         return None
     from ..stores.sqlite._knowledge import SqliteKnowledgeStore
     from ..stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
 
-    path = sqlite_path(settings, settings.knowledge_store, "knowledge.db")
+    path = sqlite_path(settings, settings.stores.knowledge_store, "knowledge.db")
 
     async def apply(progress: Progress) -> str:
-        store = SqliteKnowledgeStore(path, embedder=None, default_slots=settings.slots)
+        store = SqliteKnowledgeStore(path, embedder=None, default_slots=settings.stores.slots)
         await store.close()
         return f"schema {KNOWLEDGE_SCHEMA_VERSION}"
 
@@ -133,11 +135,11 @@ async def _knowledge_schema(settings: Settings) -> tuple[MigrationStep, Apply] |
 
 
 async def _valkey_legacy(settings: Settings) -> tuple[MigrationStep, Apply] | None:
-    if not settings.entry_store.startswith(("valkey", "redis")):
+    if not settings.stores.entry_store.startswith(("valkey", "redis")):
         return None
     from ..stores.valkey._entries import ValkeyEntryStore
 
-    store = ValkeyEntryStore(settings.entry_store)
+    store = ValkeyEntryStore(settings.stores.entry_store)
     try:
         legacy = await store.legacy_ids()
         version = await store.schema_version()
@@ -149,7 +151,7 @@ async def _valkey_legacy(settings: Settings) -> tuple[MigrationStep, Apply] | No
         detail += f"; data layout {version} -> {VALKEY_SCHEMA_VERSION}"
 
     async def apply(progress: Progress) -> str:
-        target = ValkeyEntryStore(settings.entry_store)
+        target = ValkeyEntryStore(settings.stores.entry_store)
         try:
             ids = await target.legacy_ids()
             progress("valkey-legacy", 0, len(ids))
@@ -167,13 +169,13 @@ async def _valkey_legacy(settings: Settings) -> tuple[MigrationStep, Apply] | No
 
 
 async def _valkey_index(settings: Settings) -> tuple[MigrationStep, Apply] | None:
-    if not settings.entry_store.startswith(("valkey", "redis")):
+    if not settings.stores.entry_store.startswith(("valkey", "redis")):
         return None
     from ..stores.valkey._entries import ValkeyEntryStore
 
-    cluster = "+cluster://" in settings.entry_store
+    cluster = "+cluster://" in settings.stores.entry_store
 
-    store = ValkeyEntryStore(settings.entry_store)
+    store = ValkeyEntryStore(settings.stores.entry_store)
     try:
         ready = await store.index_ready()
     finally:
@@ -187,7 +189,7 @@ async def _valkey_index(settings: Settings) -> tuple[MigrationStep, Apply] | Non
         )
 
     async def apply(progress: Progress) -> str:
-        target = ValkeyEntryStore(settings.entry_store)
+        target = ValkeyEntryStore(settings.stores.entry_store)
         try:
             progress("valkey-index", 0, None)
             indexed, done = 0, False
@@ -204,7 +206,7 @@ async def _valkey_index(settings: Settings) -> tuple[MigrationStep, Apply] | Non
 
 
 async def _dify_metadata(settings: Settings) -> tuple[MigrationStep, Apply] | None:
-    if not settings.knowledge_store.startswith("dify"):
+    if not settings.stores.knowledge_store.startswith("dify"):
         return None
     from ..stores.dify._outbox import DurableKnowledgeStore
     from ..stores.dify._store import DifyKnowledgeStore
@@ -246,15 +248,18 @@ def _embedded_knowledge(settings: Settings) -> Callable[[], SqliteKnowledgeStore
     from ..stores.sqlite._knowledge_schema import KNOWLEDGE_SCHEMA_VERSION
 
     embedder = make_embedder(settings)
-    if embedder is None or not settings.knowledge_store.startswith("sqlite"):
+    if embedder is None or not settings.stores.knowledge_store.startswith("sqlite"):
         return None
-    path = sqlite_path(settings, settings.knowledge_store, "knowledge.db")
+    path = sqlite_path(settings, settings.stores.knowledge_store, "knowledge.db")
     if user_version(path) != KNOWLEDGE_SCHEMA_VERSION:
         return None
 
     def opened() -> SqliteKnowledgeStore:
         return SqliteKnowledgeStore(
-            path, embedder=embedder, default_slots=settings.slots, ann_threshold=settings.search_ann_threshold
+            path,
+            embedder=embedder,
+            default_slots=settings.stores.slots,
+            ann_threshold=settings.search.ann_threshold,
         )
 
     return opened
@@ -320,7 +325,7 @@ async def _vector_index(settings: Settings) -> tuple[MigrationStep, Apply] | Non
 
 async def _reembed_entries(settings: Settings) -> tuple[MigrationStep, Apply] | None:
     embedder = make_embedder(settings)
-    if embedder is None or not settings.entry_store.startswith("sqlite"):
+    if embedder is None or not settings.stores.entry_store.startswith("sqlite"):
         return None
     from ..stores.sqlite._entries import SqliteEntryStore
     from ..stores.sqlite._schema import SCHEMA_VERSION

@@ -39,7 +39,7 @@ _KNOWLEDGE_DB = "knowledge.db"
 
 def sqlite_path(settings: Settings, url: str | None = None, default_name: str = _ENTRY_DB) -> Path:
     """Where an embedded store of these settings lives (the entry store by default)."""
-    url = settings.entry_store if url is None else url
+    url = settings.stores.entry_store if url is None else url
     if url == "sqlite":
         return settings.memory_dir / default_name
     parts = urlsplit(url)
@@ -66,43 +66,43 @@ def open_entry_store(settings: Settings, embedder: LazyEmbedder | None = None) -
     """Open the entry store the settings name (creating and migrating it if needed).
 
     The embedded store ranks memory_search queries by meaning too when given an embedder."""
-    scheme = entry_store_scheme(settings.entry_store)
+    scheme = entry_store_scheme(settings.stores.entry_store)
     if scheme in _VALKEY_SCHEMES:
         from .valkey._entries import ValkeyEntryStore
 
         return ValkeyEntryStore(
-            settings.entry_store,
-            max_versions=settings.max_versions_per_entry,
-            operation_ttl=settings.operation_id_ttl_seconds,
+            settings.stores.entry_store,
+            max_versions=settings.retention.max_versions_per_entry,
+            operation_ttl=settings.retention.operation_id_ttl_seconds,
         )
     from .sqlite._entries import SqliteEntryStore
 
     return SqliteEntryStore(
         sqlite_path(settings),
-        max_versions=settings.max_versions_per_entry,
-        operation_ttl=settings.operation_id_ttl_seconds,
+        max_versions=settings.retention.max_versions_per_entry,
+        operation_ttl=settings.retention.operation_id_ttl_seconds,
         embedder=embedder,
     )
 
 
 def make_embedder(settings: Settings) -> LazyEmbedder | None:
     """The embedder the settings ask for (not loaded until first used)."""
-    if settings.embedding_url:
+    if settings.embedding.url:
         from ..search._openai import endpoint_embedder
 
-        return endpoint_embedder(settings.embedding_url, settings.embedding_endpoint_model)
-    if settings.embedding_model == "none":
+        return endpoint_embedder(settings.embedding.url, settings.embedding.endpoint_model)
+    if settings.embedding.model == "none":
         return None
     from ..search._onnx import lazy_minilm
 
-    cache = None if settings.embedding_model == "minilm-float" else settings.model_cache
-    return lazy_minilm(settings.embedding_threads, int8_cache=cache)
+    cache = None if settings.embedding.model == "minilm-float" else settings.model_cache
+    return lazy_minilm(settings.embedding.threads, int8_cache=cache)
 
 
 def document_versions_path(settings: Settings) -> Path:
     """Where the version log of the knowledge store's documents lives: in the embedded
     store's own database, or in a file of its own in the project's `.memory/` for Dify."""
-    url = settings.knowledge_store
+    url = settings.stores.knowledge_store
     if url.startswith("dify+"):
         return settings.memory_dir / "dify-versions.db"
     return sqlite_path(settings, url, _KNOWLEDGE_DB)
@@ -111,8 +111,8 @@ def document_versions_path(settings: Settings) -> Path:
 def open_knowledge_store(settings: Settings, embedder: LazyEmbedder | None = None) -> VersionedKnowledgeStore:
     """Open the knowledge store the settings name (creating and migrating it if needed),
     recording every document change in its version log."""
-    keep = settings.document_versions_keep
-    if _knowledge_scheme(settings.knowledge_store) != "sqlite":
+    keep = settings.retention.document_versions_keep
+    if _knowledge_scheme(settings.stores.knowledge_store) != "sqlite":
         log = VersionLog.open(document_versions_path(settings))
         try:
             return keep_versions(open_dify_store(settings), log, keep=keep)
@@ -142,27 +142,27 @@ def _open_embedded_knowledge(settings: Settings, embedder: LazyEmbedder | None) 
     from .sqlite._knowledge import SqliteKnowledgeStore
     from .sqlite._knowledge_ranking import Ranking
 
-    fusion = settings.search_fusion
-    if fusion == "adaptive" and settings.embedding_url:
+    fusion = settings.search.fusion
+    if fusion == "adaptive" and settings.embedding.url:
         fusion = "weighted"  # adaptive's cosine thresholds are the bundled model's scale
     ranking = Ranking(
         fusion=fusion,
-        vector_weight=settings.search_vector_weight,
-        rrf_k=settings.search_rrf_k,
-        keyword_candidates=settings.search_keyword_candidates,
-        dense_candidates=settings.search_dense_candidates,
-        prefix_min=settings.search_prefix_min or None,
-        feedback_docs=settings.search_feedback_docs,
-        feedback_weight=settings.search_feedback_weight,
-        second_hop=settings.search_second_hop,
-        rerank=settings.search_rerank and not settings.embedding_url,  # fitted on the bundled model
+        vector_weight=settings.search.vector_weight,
+        rrf_k=settings.search.rrf_k,
+        keyword_candidates=settings.search.keyword_candidates,
+        dense_candidates=settings.search.dense_candidates,
+        prefix_min=settings.search.prefix_min or None,
+        feedback_docs=settings.search.feedback_docs,
+        feedback_weight=settings.search.feedback_weight,
+        second_hop=settings.search.second_hop,
+        rerank=settings.search.rerank and not settings.embedding.url,  # fitted on the bundled model
     )
     return SqliteKnowledgeStore(
-        sqlite_path(settings, settings.knowledge_store, _KNOWLEDGE_DB),
+        sqlite_path(settings, settings.stores.knowledge_store, _KNOWLEDGE_DB),
         embedder=embedder,
-        default_slots=settings.slots,
+        default_slots=settings.stores.slots,
         ranking=ranking,
-        ann_threshold=settings.search_ann_threshold,
+        ann_threshold=settings.search.ann_threshold,
     )
 
 
@@ -171,15 +171,15 @@ def open_dify_store(settings: Settings, transport: httpx.AsyncBaseTransport | No
     from .dify._outbox import DurableKnowledgeStore, Outbox
     from .dify._store import DifyKnowledgeStore
 
-    base_url = settings.knowledge_store.removeprefix("dify+")
+    base_url = settings.stores.knowledge_store.removeprefix("dify+")
     remote = DifyKnowledgeStore(
         base_url,
         settings.dify_key().get_secret_value(),
-        bindings=settings.dify_datasets,
-        default_slots=settings.slots,
-        dataset_prefix=settings.dify_dataset_prefix,
-        technique=settings.dify_indexing_technique,
-        wait_indexed=settings.dify_wait_indexed,
+        bindings=settings.dify.datasets,
+        default_slots=settings.stores.slots,
+        dataset_prefix=settings.dify.dataset_prefix,
+        technique=settings.dify.indexing_technique,
+        wait_indexed=settings.dify.wait_indexed,
         transport=transport,
     )
     return DurableKnowledgeStore(remote, Outbox(dify_outbox_path(settings)))

@@ -137,8 +137,8 @@ async def memory_set(
         ttl=ttl,
         if_version=if_version,
         operation_id=operation_id,
-        max_entries_warn=state.settings.max_entries_warn,
-        redact_secrets=state.settings.redact_entries,
+        max_entries_warn=state.settings.retention.max_entries_warn,
+        redact_secrets=state.settings.intake.redact_entries,
     )
     if result.error == "conflict":
         state.metrics.conflict_total.inc()

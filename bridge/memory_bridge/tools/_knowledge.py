@@ -114,11 +114,11 @@ def _context(ctx: ToolContext) -> kn.KnowledgeContext:
     return kn.KnowledgeContext(
         state.knowledge,
         settings.project_scope,
-        settings.max_results,
+        settings.search.max_results,
         recalled,
         freshness,
-        max_document_chars=settings.max_document_chars,
-        threshold=settings.search_score_threshold,
+        max_document_chars=settings.intake.max_document_chars,
+        threshold=settings.search.score_threshold,
     )
 
 
@@ -391,7 +391,7 @@ async def audit_memory_tool(
         state.knowledge,
         scope=state.settings.project_scope,
         classes=classes,
-        stale_lore_days=staleLoreDays or state.settings.audit_lore_stale_days,
+        stale_lore_days=staleLoreDays or state.settings.maintain.audit_lore_stale_days,
     )
 
 
@@ -412,9 +412,9 @@ async def consolidate_memory(
         state.knowledge,
         scope=settings.project_scope,
         slots=slots,
-        policies=settings.consolidate_policies,
-        stale_after_months=settings.consolidate_stale_after_months,
-        archive_age_days=settings.consolidate_archive_age_days,
+        policies=settings.maintain.consolidate_policies,
+        stale_after_months=settings.maintain.consolidate_stale_after_months,
+        archive_age_days=settings.maintain.consolidate_archive_age_days,
         now=time.time(),
     )
 
@@ -428,7 +428,9 @@ async def scan_documents(
     """Documentation files in the project that absorb_files could add (symlinks skipped;
     private files, such as git-ignored or secret ones, listed apart under `refused`)."""
     settings = state_of(ctx).settings
-    return await _absorb.scan_documents(Path(settings.project), include, ignore, allow=settings.absorb_allow)
+    return await _absorb.scan_documents(
+        Path(settings.project), include, ignore, allow=settings.intake.absorb_allow
+    )
 
 
 @tool("Absorb workspace files", WRITE)
@@ -450,10 +452,10 @@ async def absorb_files(
         _context(ctx),
         Path(settings.project),
         files,
-        dataset=dataset or settings.absorb_default_dataset,
+        dataset=dataset or settings.intake.absorb_default_dataset,
         dry_run=dryRun,
-        max_file_bytes=settings.absorb_max_file_bytes,
-        allow=settings.absorb_allow,
+        max_file_bytes=settings.intake.absorb_max_file_bytes,
+        allow=settings.intake.absorb_allow,
     )
 
 
@@ -471,9 +473,9 @@ async def get_memory_config(ctx: ToolContext) -> MemoryConfig:
         datasetSlots=[SlotRef(name=s.name, configuredId=s.id) for s in await state.knowledge.list_slots()],
         embeddingModel=getattr(embedder, "name", None),
         embeddingFailure=getattr(embedder, "failure", None),
-        maxResults=settings.max_results,
-        absorbDefaultDataset=settings.absorb_default_dataset,
-        authTokenConfigured=settings.token_file is not None or settings.auth_token is not None,
+        maxResults=settings.search.max_results,
+        absorbDefaultDataset=settings.intake.absorb_default_dataset,
+        authTokenConfigured=settings.serve.token_file is not None or settings.serve.auth_token is not None,
     )
 
 

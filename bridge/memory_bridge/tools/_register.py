@@ -5,7 +5,7 @@ A tool is a module-level `async def` whose last parameter is `ctx: ToolContext`;
 the bridge's state from the server's lifespan (`state_of(ctx)`) and returns a result model.
 `ToolSet.tool` records it with its title and annotations; `add_tools` puts a set on a
 server, wrapped so that a store error or the end of the deadline
-(`settings.tool_timeout_seconds`) becomes an `is_error` result, and an outage is reported
+(`settings.serve.tool_timeout_seconds`) becomes an `is_error` result, and an outage is reported
 to the backends' watch.
 """
 
@@ -103,7 +103,7 @@ def _errors_as_results(spec: ToolSpec) -> ToolFn:
     async def wrapper(**kwargs: Any) -> Any:
         ctx: ToolContext = kwargs[_CONTEXT]
         state: AppState = state_of(ctx)
-        timeout = state.settings.tool_timeout_seconds
+        timeout = state.settings.serve.tool_timeout_seconds
         try:
             with anyio.fail_after(timeout), caused_by(f"tool {spec.name}"):
                 return await spec.fn(**kwargs)

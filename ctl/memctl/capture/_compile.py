@@ -182,7 +182,7 @@ class _Compiler:
             f"{atom.title}\n{atom.body}",
             flt,
             top_k=_CANDIDATES,
-            score_threshold=self.settings.capture_similarity,
+            score_threshold=self.settings.capture.similarity,
             mode="dense",
         )
         candidates = [
@@ -246,8 +246,8 @@ class _Compiler:
                 user,
                 CompileDecision,
                 wrap="decision",
-                timeout=settings.capture_timeout_seconds,
-                retries=settings.capture_retries,
+                timeout=settings.capture.timeout_seconds,
+                retries=settings.capture.retries,
                 max_tokens=_MAX_TOKENS,
             )
         )
@@ -318,7 +318,7 @@ async def compile_project(settings: Settings, provider: Provider | None, *, dry_
 
 async def _run(compiler: _Compiler, ctx: KnowledgeContext, state: dict[str, Any], now: float) -> None:
     report = compiler.report
-    retention = compiler.settings.capture_daily_retention_days * 86400
+    retention = compiler.settings.capture.daily_retention_days * 86400
     dailies = await _daily_documents(ctx)
     report.dailies = len(dailies)
     for doc in dailies:

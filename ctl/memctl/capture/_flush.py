@@ -114,9 +114,9 @@ async def _distil(
         if piece.end > mark.offset:
             save_mark(dirs, session_id, transcript, piece.end, mark.turns)
         return FlushResult(session_id, "nothing-new")
-    if turns < settings.capture_min_turns:
+    if turns < settings.capture.min_turns:
         return FlushResult(session_id, "too-few-turns", turns=turns)
-    body = _truncate(redact(render_turns(piece.turns)), settings.capture_max_chars)
+    body = _truncate(redact(render_turns(piece.turns)), settings.capture.max_chars)
     user = (
         f"Hook event: {event}\nSession id: {session_id}\nWorkspace: {settings.project.name}\n\n"
         f"--- TRANSCRIPT ---\n\n{body}"
@@ -127,8 +127,8 @@ async def _distil(
             EXTRACT,
             user,
             ExtractorAnswer,
-            timeout=settings.capture_timeout_seconds,
-            retries=settings.capture_retries,
+            timeout=settings.capture.timeout_seconds,
+            retries=settings.capture.retries,
             max_tokens=_MAX_TOKENS,
         )
     )

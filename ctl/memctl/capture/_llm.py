@@ -220,31 +220,31 @@ class OpenAICompatible(_Http):
 
 
 def _api_key(settings: Settings) -> str:
-    if settings.capture_api_key_file is not None:
+    if settings.capture.api_key_file is not None:
         return (
-            read_token_file(settings.capture_api_key_file)
+            read_token_file(settings.capture.api_key_file)
             .get_secret_value()
             .replace("\r", "")
             .replace("\n", "")
         )
-    key = settings.capture_api_key
+    key = settings.capture.api_key
     return "" if key is None else key.get_secret_value().replace("\r", "").replace("\n", "")
 
 
 def make_provider(settings: Settings) -> Provider | None:
     """The provider the settings name, or None when capture_provider is `none`."""
-    kind = settings.capture_provider
+    kind = settings.capture.provider
     if kind == "none":
         return None
-    model = settings.capture_model
+    model = settings.capture.model
     if kind == "claude":
-        return ClaudeCli("claude", settings.capture_command or "claude", model)
+        return ClaudeCli("claude", settings.capture.command or "claude", model)
     if kind == "codex":
-        return CodexCli("codex", settings.capture_command or "codex", model)
+        return CodexCli("codex", settings.capture.command or "codex", model)
     key = _api_key(settings)
     if kind == "anthropic" and not key:
         raise ConfigError("capture_provider anthropic needs an API key: set capture_api_key_file")
-    url = settings.capture_base_url or _DEFAULT_URLS[kind]
+    url = settings.capture.base_url or _DEFAULT_URLS[kind]
     cls = AnthropicApi if kind == "anthropic" else OpenAICompatible
     return cls(kind, url, model or _DEFAULT_MODELS[kind], key)
 

@@ -23,8 +23,8 @@ async def knowledge(settings: Settings) -> AsyncIterator[KnowledgeContext]:
         yield KnowledgeContext(
             store,
             settings.project_scope,
-            settings.max_results,
-            max_document_chars=settings.max_document_chars,
+            settings.search.max_results,
+            max_document_chars=settings.intake.max_document_chars,
         )
     finally:
         await store.close()

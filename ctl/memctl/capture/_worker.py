@@ -46,7 +46,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     if kind == "compile":
         report = anyio.run(lambda: compile_project(settings, provider, dry_run=False))
         return {"outcome": "compiled", **{k: v for k, v in report.to_dict().items() if k != "atoms"}}
-    wait = settings.capture_timeout_seconds * (settings.capture_retries + 1) + 60
+    wait = settings.capture.timeout_seconds * (settings.capture.retries + 1) + 60
     result = anyio.run(
         lambda: flush(
             settings,

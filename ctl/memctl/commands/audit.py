@@ -81,7 +81,7 @@ async def _run(
             store,
             scope=settings.project_scope,
             classes=list(classes) or None,
-            stale_lore_days=stale_days or settings.audit_lore_stale_days,
+            stale_lore_days=stale_days or settings.maintain.audit_lore_stale_days,
         )
         if not as_json:
             console.print(_table(found.findings))

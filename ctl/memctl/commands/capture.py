@@ -104,7 +104,7 @@ def flush(project: Path | None, transcript: Path, session_id: str | None, event:
             session_id=session_id or transcript.name.removesuffix(".jsonl"),
             transcript=transcript.absolute(),
             event=event,
-            lock_wait=settings.capture_timeout_seconds * (settings.capture_retries + 1) + 60,
+            lock_wait=settings.capture.timeout_seconds * (settings.capture.retries + 1) + 60,
         )
     )
     report = {"ok": result.outcome != "busy", **result.to_dict()}
@@ -203,10 +203,10 @@ def capture_status_report(project: Path | None) -> dict[str, Any]:
     state = load_state(dirs)
     owner = lock_owner(dirs.compile_lock)
     sessions = list(dirs.sessions.glob("*.json")) if dirs.sessions.is_dir() else []
-    enabled = settings.capture_provider != "none"
+    enabled = settings.capture.provider != "none"
     return {
         "project": str(settings.project),
-        "provider": settings.capture_provider,
+        "provider": settings.capture.provider,
         "enabled": enabled,
         "note": None if enabled else f"capture is skipped: {NO_PROVIDER}",
         "outbox": {"pending": pending, "failed": failed},

@@ -76,8 +76,8 @@ def onboard_command(
         --password-file ~/.dify-admin --key-file .memory/dify-key
     """
     settings = load_settings(project=project)
-    if indexing_technique is None and "dify_indexing_technique" in settings.model_fields_set:
-        indexing_technique = settings.dify_indexing_technique
+    if indexing_technique is None and "indexing_technique" in settings.dify.model_fields_set:
+        indexing_technique = settings.dify.indexing_technique
     password = read_token_file(password_file).get_secret_value()
     init = read_token_file(init_password_file).get_secret_value() if init_password_file else None
     existing = read_token_file(key_file).get_secret_value() if key_file.exists() else None
@@ -88,7 +88,7 @@ def onboard_command(
             password=password,
             init_password=init,
             api_key=existing,
-            slots=settings.slots,
+            slots=settings.stores.slots,
             technique=indexing_technique,
         )
     )

@@ -43,7 +43,7 @@ def config_template(chosen: dict[str, Any]) -> str:
     lines += [f"{name} = {_toml_value(value)}" for name, value in chosen.items()]
     if chosen:
         lines.append("")
-    for name, field in Settings.model_fields.items():
+    for name, (_, field) in Settings.flat_fields().items():
         if name in _SKIPPED or name in chosen or field.annotation in (SecretStr, SecretStr | None):
             continue
         default = field.default_factory() if field.default_factory else field.default  # type: ignore[call-arg]
@@ -89,7 +89,7 @@ def init(
     record = build_project(workspace, slug, clients, mode=mode)
     config = workspace / ".memory" / "config.toml"
     if not config.exists():  # a bad URL or value stops here, before anything is written
-        entry_store_scheme(load_settings(project=workspace, **chosen).entry_store)
+        entry_store_scheme(load_settings(project=workspace, **chosen).stores.entry_store)
     workspace.mkdir(parents=True, exist_ok=True)
     private_dir(config.parent)
     written = not config.exists()

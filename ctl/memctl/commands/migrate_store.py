@@ -40,7 +40,7 @@ async def _migrate(
                     target,
                     merge=merge,
                     progress=lambda n: bar.advance(task, n),
-                    redact_entries=settings.redact_entries,
+                    redact_entries=settings.intake.redact_entries,
                 )
             return source.url, target.url, report
         finally:

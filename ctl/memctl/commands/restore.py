@@ -34,7 +34,7 @@ async def _restore(
                 mode=mode,
                 scope=scope,
                 progress=progress,
-                redact_entries=settings.redact_entries,
+                redact_entries=settings.intake.redact_entries,
             )
 
 

@@ -91,7 +91,8 @@ def serve(
         )
         provisioned = settings.memory_dir / BRIDGE_TOKEN
         if use_http and settings.bearer_token() is None and provisioned.is_file():
-            settings = settings.model_copy(update={"token_file": provisioned})
+            serve = settings.serve.model_copy(update={"token_file": provisioned})
+            settings = settings.model_copy(update={"serve": serve})
         run_bridge(settings, http=use_http)
     except KeyboardInterrupt:
         pass

@@ -59,7 +59,7 @@ def rotate_command(
       memctl token rotate --project ~/src/app --grace 1h --json
     """
     settings = load_settings(project=current_project(project))
-    path = token_file or settings.token_file
+    path = token_file or settings.serve.token_file
     if path is None:
         if project is None and find_project(Path.cwd()) is None:
             raise NotFound(

@@ -104,7 +104,7 @@ def up(
     if target is None:
         directory = project_to_provision(project)
         settings = load_settings(project=directory)  # bad settings stop here, before any change
-        entry_store_scheme(settings.entry_store)
+        entry_store_scheme(settings.stores.entry_store)
         codex = str(codex_config.expanduser().absolute()) if codex_config else ""
         chosen = clients or tuple(sorted(ALL_CLIENTS))
         recorded = recorded_project(directory) if schedule is None else None

@@ -37,7 +37,7 @@ async def compact_step(
     def took() -> float:
         return round(time.monotonic() - started, 3)
 
-    if entry_store_scheme(settings.entry_store) == "sqlite" and not sqlite_path(settings).exists():
+    if entry_store_scheme(settings.stores.entry_store) == "sqlite" and not sqlite_path(settings).exists():
         detail = "nothing to do: no entry store yet (nothing has saved an entry)"
         return StepRecord(NAME, "dry-run" if dry_run else "ok", took(), detail=detail, exit_code=0)
     store = open_entry_store(settings)
@@ -46,7 +46,7 @@ async def compact_step(
             report = await compact_entries(
                 store,
                 budget=budget,
-                max_entries=settings.compact_max_entries,
+                max_entries=settings.maintain.compact_max_entries,
                 dry_run=dry_run,
                 changes=changes,
             )

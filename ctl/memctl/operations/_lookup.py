@@ -25,10 +25,10 @@ async def item_stores(settings: Settings, *, embed: bool = False) -> AsyncIterat
                 entries,
                 knowledge,
                 scope=settings.project_scope,
-                redact_entries=settings.redact_entries,
-                max_entries_warn=settings.max_entries_warn,
+                redact_entries=settings.intake.redact_entries,
+                max_entries_warn=settings.retention.max_entries_warn,
                 freshness=Freshness.of(settings),
-                threshold=settings.search_score_threshold,
+                threshold=settings.search.score_threshold,
             )
         finally:
             await knowledge.close()

@@ -180,7 +180,7 @@ def _compile_error(code: int, out: str, err: str) -> str:
 
 
 def _compile(settings: Settings, *, dry_run: bool, timeout: float, runner: Runner) -> StepRecord:
-    if settings.capture_provider == "none" and not dry_run:
+    if settings.capture.provider == "none" and not dry_run:
         return StepRecord("compile", "skipped", detail="capture is off (capture_provider = none)")
     argv = [*installed_command(), "compile", "--project", str(settings.project), "--json"]
     argv += ["--dry-run"] if dry_run else []
@@ -220,28 +220,31 @@ async def _one_pass(
     """One store pass; an LLM one with `judge`."""
     common: dict[str, Any] = {
         "scope": settings.project_scope,
-        "policies": settings.consolidate_policies,
-        "stale_after_months": settings.consolidate_stale_after_months,
+        "policies": settings.maintain.consolidate_policies,
+        "stale_after_months": settings.maintain.consolidate_stale_after_months,
         "now": time.time(),
         "dry_run": dry_run,
         "changes": changes,
     }
     options = NearDuplicates(
-        settings.consolidate_similarity_threshold,
-        settings.consolidate_cluster_top_k,
-        settings.consolidate_refresh_max_per_run,
+        settings.maintain.consolidate_similarity_threshold,
+        settings.maintain.consolidate_cluster_top_k,
+        settings.maintain.consolidate_refresh_max_per_run,
     )
     if name == THIN_PASS:
-        days = settings.document_versions_thin_after_days
+        days = settings.retention.document_versions_thin_after_days
         report = await thin_versions(store, days=days, now=common["now"], dry_run=dry_run)
     elif name == SIMILARITY_PASS:
         report = await flag_similar(
-            store, scope=settings.project_scope, policies=settings.consolidate_policies, options=options
+            store,
+            scope=settings.project_scope,
+            policies=settings.maintain.consolidate_policies,
+            options=options,
         )
     elif name in LLM_PASSES and judge is not None:
         (report,) = await run_llm_passes(store, [name], judge, options=options, **common)
     else:
-        archive_age_days = settings.consolidate_archive_age_days
+        archive_age_days = settings.maintain.consolidate_archive_age_days
         (report,) = await run_passes(store, [name], archive_age_days=archive_age_days, **common)
     return report
 
@@ -344,7 +347,9 @@ def run_maintenance(
                     lambda: _compact.compact_step(
                         settings,
                         dry_run=dry_run,
-                        budget=settings.compact_budget_seconds if compact_budget is None else compact_budget,
+                        budget=settings.maintain.compact_budget_seconds
+                        if compact_budget is None
+                        else compact_budget,
                         timeout=step_timeout,
                         changes=entry_changes,
                         actions=actions,

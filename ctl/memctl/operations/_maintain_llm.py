@@ -44,8 +44,8 @@ class LlmJudge:
                 prompt,
                 model,
                 wrap=wrap,
-                timeout=settings.capture_timeout_seconds,
-                retries=settings.capture_retries,
+                timeout=settings.capture.timeout_seconds,
+                retries=settings.capture.retries,
                 max_tokens=_MAX_TOKENS,
             )
         )

@@ -54,8 +54,8 @@ async def components(settings: Settings, entries: EntryStore, knowledge: Knowled
     pending, failed = queued(dirs)
     state = load_state(dirs)
     report["capture"] = {
-        "provider": settings.capture_provider,
-        "skipped": settings.capture_provider == "none",
+        "provider": settings.capture.provider,
+        "skipped": settings.capture.provider == "none",
         "outbox": {"pending": pending, "failed": failed},
         "last_compile": _last_compile(state.get("last_run")),
         "last_compile_attempted": state.get("last_attempted_date"),
@@ -84,8 +84,8 @@ async def collect(project: Path | None) -> dict[str, Any]:
             "project": str(settings.project),
             "scope": settings.project_scope,
             "embedding_model": "none"
-            if settings.embedding_model == "none"
-            else settings.embedding_url or settings.embedding_model,
+            if settings.embedding.model == "none"
+            else settings.embedding.url or settings.embedding.model,
             **await components(settings, entries, knowledge),
         }
         report["versions"] = {

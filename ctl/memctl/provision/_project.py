@@ -61,7 +61,7 @@ def provisioned_settings(flag: Path | None, **flags: Any) -> Settings:
     the embedded ones, before anything is created there.
     """
     settings = load_settings(project=current_project(flag), **flags)
-    embedded = "sqlite" in (settings.entry_store, settings.knowledge_store)
+    embedded = "sqlite" in (settings.stores.entry_store, settings.stores.knowledge_store)
     if embedded and not settings.memory_dir.is_dir():
         where = "" if flag is not None else " or above"
         raise NotFound(

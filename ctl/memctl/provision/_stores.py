@@ -32,11 +32,11 @@ class StoreState:
 def embedded_states(settings: Settings) -> list[StoreState]:
     """The embedded stores the settings use, as they are on disk now (read-only)."""
     states = []
-    if settings.entry_store.startswith("sqlite"):
+    if settings.stores.entry_store.startswith("sqlite"):
         path = sqlite_path(settings)
         states.append(StoreState("entries", path, user_version(path), SCHEMA_VERSION))
-    if settings.knowledge_store.startswith("sqlite"):
-        path = sqlite_path(settings, settings.knowledge_store, "knowledge.db")
+    if settings.stores.knowledge_store.startswith("sqlite"):
+        path = sqlite_path(settings, settings.stores.knowledge_store, "knowledge.db")
         states.append(StoreState("knowledge", path, user_version(path), KNOWLEDGE_SCHEMA_VERSION))
     return states
 
@@ -46,7 +46,7 @@ def prepare_stores(settings: Settings) -> str:
     private_dir(settings.memory_dir)
     entries = open_entry_store(settings)
     anyio.run(entries.close)
-    if settings.knowledge_store.startswith("sqlite"):
+    if settings.stores.knowledge_store.startswith("sqlite"):
         knowledge = open_knowledge_store(settings)
         anyio.run(knowledge.close)
     return entries.url

@@ -9,8 +9,7 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
-from memory_bridge import _serve
-from memory_bridge._errors import StoreUnavailable
+from memory_bridge import StoreUnavailable, _serve
 
 
 class Flaky:
@@ -38,7 +37,7 @@ async def test_a_failing_background_round_is_logged_and_the_loops_go_on(
     state = SimpleNamespace(
         store=SimpleNamespace(sweep=sweep, upkeep=embed),
         knowledge=SimpleNamespace(upkeep=upkeep),
-        settings=SimpleNamespace(sweep_interval_seconds=0.01),
+        settings=SimpleNamespace(retention=SimpleNamespace(sweep_interval_seconds=0.01)),
     )
     with caplog.at_level(logging.WARNING, logger="memctl.bridge"):
         async with anyio.create_task_group() as tasks:

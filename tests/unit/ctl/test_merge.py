@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.provision._clients import Plan, hook_entries
+from memctl.api.clients import Plan
+from memctl.provision._clients import hook_entries
 from memctl.provision._merge import (
     HOOK_SIGNATURE,
     OWNED_HOOK_SIGNATURES,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memctl.provision._inventory import Project
+from memctl.api.project import Project
 from memctl.provision._registry import add_project, remove_project
 
 COMMENTED = """\

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from jinja2 import UndefinedError
 
-from memctl.provision._clients import SKILLS, Plan, _Owned, _targets
+from memctl.api.clients import Plan
+from memctl.provision._clients import SKILLS, _Owned, _targets
 from memctl.provision._launcher import launcher_text
 from memctl.provision._templates import _environment, render, template_dir
 

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from memory_bridge._errors import EmbedderUnavailable
+from memory_bridge import EmbedderUnavailable
 from memory_bridge.search._intake import Intake
 
 

@@ -12,8 +12,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from memory_bridge._serve import open_state
-from memory_bridge._settings import Settings
+from memory_bridge import Settings, open_state
 from memory_bridge.search import _background
 from memory_bridge.search._background import BACKGROUND_NICE, embed_in_background, foreground
 from memory_bridge.search._onnx import session_options

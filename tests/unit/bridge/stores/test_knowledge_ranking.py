@@ -8,8 +8,7 @@ import anyio
 import pytest
 
 from memory_bridge import load_settings
-from memory_bridge.stores import DocMetadata, KnowledgeFilter
-from memory_bridge.stores._url import open_knowledge_store
+from memory_bridge.stores import DocMetadata, KnowledgeFilter, open_knowledge_store
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge_ranking import Ranking, adaptive_weight, fuse
 
@@ -77,7 +76,7 @@ def test_settings_reach_the_embedded_store(tmp_path: Path) -> None:
     assert store.ranking.fusion == "rrf" and store.ranking.vector_weight == 0.4
     assert store.ranking.prefix_min == 4 and not store.ranking.second_hop
     defaults = load_settings(project=tmp_path)
-    assert defaults.search_second_hop and defaults.search_fusion == "adaptive"
+    assert defaults.search.second_hop and defaults.search.fusion == "adaptive"
     anyio.run(store.close)
 
 

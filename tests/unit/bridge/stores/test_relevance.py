@@ -7,7 +7,7 @@ from memory_bridge.stores._relevance import Evidence, calibration, coverage
 
 
 def test_the_default_threshold_is_the_measured_one() -> None:
-    assert Settings.model_fields["search_score_threshold"].default == calibration().threshold
+    assert Settings.flat_fields()["search_score_threshold"][1].default == calibration().threshold
 
 
 def test_scores_are_in_0_1_and_grow_with_the_evidence() -> None:

@@ -97,9 +97,9 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         after = {state.kind: state.version for state in stores.embedded_states(settings)}
         result: dict[str, Any] = {
             "changed": bool(applied)
-            or pinned.scope != settings.scope
+            or pinned.stores.scope != settings.stores.scope
             or any(state.version != after.get(state.kind) for state in before),
-            "scope": pinned.scope,
+            "scope": pinned.stores.scope,
             "entry_store": url,
             "stores": [_state(state, after.get(state.kind)) for state in before],
         }
