@@ -640,11 +640,13 @@ class SqliteKnowledgeStore:
         def page(conn: sqlite3.Connection, now: float) -> SearchPage:
             calibrated = self.ranking.calibrated and mode != "dense"  # dense: a similarity search, cosines
             ordered = fused[: max(top_k, WINDOW)] if calibrated else fused
+            hopped: set[int] = set()  # the second hop's documents: as relevant as the hit above them
             if hop is not None and residual is not None and self._vectors is not None:
-                ordered = insert_hops(ordered, score_hops(hop, self._vectors.index(conn), residual))
+                hops = score_hops(hop, self._vectors.index(conn), residual)
+                ordered, hopped = insert_hops(ordered, hops), {document for document, _ in hops}
             evidence: dict[int, Evidence] = {}
             if calibrated:
-                ordered, evidence = calibrate(conn, matches, ordered, dense)
+                ordered, evidence = calibrate(conn, matches, ordered, dense, hopped)
             scored = [item for item in ordered if score_threshold is None or item[0] >= score_threshold]
             hits = [
                 self._hit(conn, document, passage, score, evidence.get(document))

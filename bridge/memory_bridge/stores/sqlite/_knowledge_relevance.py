@@ -15,6 +15,7 @@ after the last hit relevant enough. Documents past the head are left out.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Collection
 
 from .._relevance import Evidence, RelevanceModel, calibration
 from ._knowledge_hop import Fused
@@ -28,9 +29,15 @@ Scored = dict[int, tuple[float, int]]  # document rowid -> (cosine, best passage
 
 
 def calibrate(
-    conn: sqlite3.Connection, matches: QueryMatches, ranked: Fused, dense: Scored
+    conn: sqlite3.Connection,
+    matches: QueryMatches,
+    ranked: Fused,
+    dense: Scored,
+    hopped: Collection[int] = (),
 ) -> tuple[Fused, dict[int, Evidence]]:
-    """`ranked` in its order with calibrated scores, and each document's evidence."""
+    """`ranked` in its order with calibrated scores, and each document's evidence. A
+    document of `hopped` (the second hop's, reached through the hit above it, sharing no
+    words with the question by design) takes the relevance of the hit above it."""
     if not ranked:
         return [], {}
     found = matches.found(conn, [passage for _, _, passage in ranked])
@@ -46,9 +53,13 @@ def calibrate(
             unheld=unheld,
             telling=telling,
         )
+    own = [shipped.score(model, evidence[document]) for _, document, _ in ranked]
+    for rank in range(1, len(ranked)):
+        if ranked[rank][1] in hopped:
+            own[rank] = own[rank - 1]
     scored: Fused = []
     best = 0.0
-    for _, document, passage in reversed(ranked):
-        best = max(best, shipped.score(model, evidence[document]))
+    for (_, document, passage), relevance in zip(reversed(ranked), reversed(own), strict=True):
+        best = max(best, relevance)
         scored.append((best, document, passage))
     return scored[::-1], evidence
