@@ -25,6 +25,7 @@ _LAZY = {
     "rollback_to": "._item_history",
     "deleted_documents": "._document_history",
     "document_history": "._document_history",
+    "document_history_with_diffs": "._document_history",
     "locate_document": "._document_history",
     "rollback_document": "._document_history",
     "CUT_MARK": "._items",
@@ -57,7 +58,13 @@ _LAZY = {
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
 if _typing.TYPE_CHECKING:
     from ._audit import AUDIT_CLASSES, audit_memory, retire
-    from ._document_history import deleted_documents, document_history, locate_document, rollback_document
+    from ._document_history import (
+        deleted_documents,
+        document_history,
+        document_history_with_diffs,
+        locate_document,
+        rollback_document,
+    )
     from ._freshness import Freshness
     from ._item_history import HistoryTarget, deleted_entries, history_of, history_target, rollback_to
     from ._item_writes import CreateOutcome, create_item, preview_save
@@ -104,6 +111,7 @@ __all__ = [
     "deleted_documents",
     "deleted_entries",
     "document_history",
+    "document_history_with_diffs",
     "find_item",
     "forget_item",
     "history_of",

@@ -17,11 +17,12 @@ from ..stores._knowledge import KnowledgeStore
 from ..stores._version_log import DocumentVersion
 from ..stores._versioned import VersionedKnowledgeStore
 from ._knowledge import resolve_slot
-from ._results import DocumentRollbackResult
+from ._results import DocumentHistoryResult, DocumentRollbackResult, DocumentVersionModel
 
 __all__ = [
     "deleted_documents",
     "document_history",
+    "document_history_with_diffs",
     "locate_document",
     "rollback_document",
     "versioned",
@@ -108,39 +109,47 @@ def diff(older: DocumentVersion | None, newer: DocumentVersion) -> str:
     return "\n".join(lines)
 
 
-async def document_history(
-    store: KnowledgeStore,
-    slot: str,
-    name: str,
-    *,
-    limit: int,
-    before: int | None = None,
-    with_diffs: bool = False,
-) -> dict[str, Any]:
-    """A document's versions, newest first: `limit` of them, older than `before` if given.
-    With `with_diffs`, each carries the unified diff from the version before it."""
+async def _history(
+    store: KnowledgeStore, slot: str, name: str, limit: int, before: int | None
+) -> tuple[DocumentHistoryResult, list[DocumentVersion]]:
+    """The history page, and the versions read for it (one more than shown, when there is
+    one: the last shown version's diff starts from it)."""
     log = versioned(store)
     versions = await log.history(slot, name, limit=limit + 1, before=before)
     if not versions:
         raise NotFound(f"document {slot}/{name} has no recorded versions", operation="history")
+    newest = versions[0] if before is None else (await log.log.latest(slot, name) or versions[0])
     shown = versions[:limit]
-    out = []
-    for index, version in enumerate(shown):
-        item = version_json(version)
-        if with_diffs:
-            older = versions[index + 1] if index + 1 < len(versions) else None
-            item["diff"] = diff(older, version)
-        out.append(item)
-    newest = shown[0] if before is None else (await log.log.latest(slot, name) or shown[0])
-    return {
-        "slot": slot,
-        "name": name,
-        "latest_version": newest.version,
-        "deleted": newest.deleted,
-        "count": len(out),
-        "versions": out,
-        "next_before": shown[-1].version if len(versions) > limit else None,
-    }
+    result = DocumentHistoryResult(
+        slot=slot,
+        name=name,
+        latest_version=newest.version,
+        deleted=newest.deleted,
+        count=len(shown),
+        versions=[DocumentVersionModel.model_validate(version_json(v)) for v in shown],
+        next_before=shown[-1].version if len(versions) > limit else None,
+    )
+    return result, versions
+
+
+async def document_history(
+    store: KnowledgeStore, slot: str, name: str, *, limit: int, before: int | None = None
+) -> DocumentHistoryResult:
+    """A document's versions, newest first: `limit` of them, older than `before` if given."""
+    result, _ = await _history(store, slot, name, limit, before)
+    return result
+
+
+async def document_history_with_diffs(
+    store: KnowledgeStore, slot: str, name: str, *, limit: int
+) -> dict[str, Any]:
+    """The newest `limit` versions as plain data, each with the unified diff from the
+    version before it (what `memctl history` and the web view show)."""
+    result, versions = await _history(store, slot, name, limit, None)
+    found: dict[str, Any] = result.model_dump()
+    for index, item in enumerate(found["versions"]):
+        item["diff"] = diff(versions[index + 1] if index + 1 < len(versions) else None, versions[index])
+    return found
 
 
 async def rollback_document(

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from .._errors import Conflict, InvalidInput, NotFound
 from ._document_history import (
     deleted_documents,
-    document_history,
+    document_history_with_diffs,
     rollback_document,
     versioned,
 )
@@ -117,9 +117,7 @@ def _entry_version(snapshot: Mapping[str, Any], older: Mapping[str, Any] | None)
 async def history_of(stores: ItemStores, target: HistoryTarget, *, limit: int) -> dict[str, Any]:
     """The item's versions, newest first, each with its diff from the version before."""
     if target.kind == "document":
-        found = await document_history(
-            stores.knowledge, target.slot, target.name, limit=limit, with_diffs=True
-        )
+        found = await document_history_with_diffs(stores.knowledge, target.slot, target.name, limit=limit)
         return {"ref": target.ref, "kind": "document", **found}
     snapshots = [s for s in await stores.entries.history(target.id, limit + 1) if "rev" in s]
     if not snapshots:

@@ -345,9 +345,9 @@ async def document_history(
     store = state_of(ctx).knowledge
     slot, doc = await _document_history.locate_document(store, dataset, document_id=documentId, name=name)
     result = await _document_history.document_history(store, slot, doc, limit=limit, before=before)
-    for version in result["versions"]:
-        version["text"] = fence(version["text"], f"{slot}/{doc} version {version['version']}")
-    return DocumentHistoryResult.model_validate(result)
+    for version in result.versions:
+        version.text = fence(version.text, f"{slot}/{doc} version {version.version}")
+    return result
 
 
 @tool("Roll a document back", DESTRUCTIVE)

@@ -18,7 +18,7 @@ from memory_bridge.core import (
     content_digest,
     deleted_documents,
     deleted_entries,
-    document_history,
+    document_history_with_diffs,
     find_item,
     forget_item,
     history_of,
@@ -160,9 +160,7 @@ async def document(view: View) -> Response:
     except NotFound:
         return await _deleted_document(view, id)
     doc = item.document
-    history = await document_history(
-        view.items.knowledge, doc.slot, doc.name, limit=_HISTORY, with_diffs=True
-    )
+    history = await document_history_with_diffs(view.items.knowledge, doc.slot, doc.name, limit=_HISTORY)
     return view.page(
         "document.html.j2",
         item=item,
@@ -179,7 +177,7 @@ async def _deleted_document(view: View, id: str) -> Response:
         slot, name = await locate_document(view.items.knowledge, None, document_id=id)
     except NotFound:
         raise NotFound(f"no document {id}, live or deleted", operation="ui") from None
-    history = await document_history(view.items.knowledge, slot, name, limit=_HISTORY, with_diffs=True)
+    history = await document_history_with_diffs(view.items.knowledge, slot, name, limit=_HISTORY)
     return view.page("document-deleted.html.j2", 404, history=history)
 
 
