@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._vectors import among
+from ._vectors import among, per_document
 
 __all__ = ["CONNECTIVITY", "EXACT_BELOW", "EXPANSION", "MAX_ASK", "AnnIndex", "Fetch"]
 
@@ -215,13 +215,7 @@ class AnnIndex:
 
     def _best(self, rows: Rows, scores: Vector) -> dict[int, tuple[float, int]]:
         """document rowid -> (best cosine, passage id), best documents first."""
-        best: dict[int, tuple[float, int]] = {}
-        for index in np.argsort(-scores, kind="stable"):
-            row = rows[index]
-            document = int(self._documents[row])
-            if document not in best:
-                best[document] = (float(scores[index]), int(self._passages[row]))
-        return best
+        return per_document(rows, scores, self._documents, self._passages)
 
     def near_pairs(
         self, rows: Mask, threshold: float, top_k: int, block: int = 512
