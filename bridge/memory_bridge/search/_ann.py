@@ -80,13 +80,19 @@ class AnnIndex:
 
     @classmethod
     def restore(
-        cls, dimension: int, fetch: Fetch, rows: tuple[Rows, Rows, Mask], graph: bytes, generation: int
+        cls,
+        dimension: int,
+        fetch: Fetch,
+        rows: tuple[Rows, Rows, Mask],
+        graph: bytes | memoryview,
+        generation: int,
     ) -> AnnIndex:
-        """An index from saved rows and graph; raises ValueError if they do not fit together."""
+        """An index from saved rows and graph (read in place: the graph copies it); raises
+        ValueError if they do not fit together."""
         from usearch.index import Index
 
         passages, documents, alive = rows
-        loaded = Index.restore(bytearray(graph))
+        loaded = Index.restore(graph)
         if loaded is None or loaded.ndim != dimension or len(loaded) != len(passages):
             raise ValueError("the graph does not match its rows")
         index = cls(dimension, fetch, loaded)
