@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._vectors import among
+from ._vectors import among, per_document
 
 __all__ = ["CONNECTIVITY", "EXACT_BELOW", "EXPANSION", "MAX_ASK", "AnnIndex", "Fetch"]
 
@@ -80,13 +80,19 @@ class AnnIndex:
 
     @classmethod
     def restore(
-        cls, dimension: int, fetch: Fetch, rows: tuple[Rows, Rows, Mask], graph: bytes, generation: int
+        cls,
+        dimension: int,
+        fetch: Fetch,
+        rows: tuple[Rows, Rows, Mask],
+        graph: bytes | memoryview,
+        generation: int,
     ) -> AnnIndex:
-        """An index from saved rows and graph; raises ValueError if they do not fit together."""
+        """An index from saved rows and graph (read in place: the graph copies it); raises
+        ValueError if they do not fit together."""
         from usearch.index import Index
 
         passages, documents, alive = rows
-        loaded = Index.restore(bytearray(graph))
+        loaded = Index.restore(graph)
         if loaded is None or loaded.ndim != dimension or len(loaded) != len(passages):
             raise ValueError("the graph does not match its rows")
         index = cls(dimension, fetch, loaded)
@@ -215,13 +221,7 @@ class AnnIndex:
 
     def _best(self, rows: Rows, scores: Vector) -> dict[int, tuple[float, int]]:
         """document rowid -> (best cosine, passage id), best documents first."""
-        best: dict[int, tuple[float, int]] = {}
-        for index in np.argsort(-scores, kind="stable"):
-            row = rows[index]
-            document = int(self._documents[row])
-            if document not in best:
-                best[document] = (float(scores[index]), int(self._passages[row]))
-        return best
+        return per_document(rows, scores, self._documents, self._passages)
 
     def near_pairs(
         self, rows: Mask, threshold: float, top_k: int, block: int = 512

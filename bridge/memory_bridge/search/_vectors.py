@@ -18,10 +18,11 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["VectorIndex", "among"]
+__all__ = ["VectorIndex", "among", "per_document"]
 
 Vector = npt.NDArray[np.float32]
 Mask = npt.NDArray[np.bool_]
+Ids = npt.NDArray[np.int64]
 
 
 def among(documents: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]) -> Mask:
@@ -35,6 +36,18 @@ def among(documents: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]) -> Ma
     table[wanted] = True
     mask: Mask = table[documents]
     return mask
+
+
+def per_document(rows: Ids, scores: Vector, documents: Ids, passages: Ids) -> dict[int, tuple[float, int]]:
+    """document rowid -> (best score, its passage id), best documents first, of the index
+    `rows` scored `scores` (`documents` and `passages`: the index's columns by row)."""
+    best: dict[int, tuple[float, int]] = {}
+    for index in np.argsort(-scores, kind="stable"):
+        row = rows[index]
+        document = int(documents[row])
+        if document not in best:
+            best[document] = (float(scores[index]), int(passages[row]))
+    return best
 
 
 class VectorIndex:
@@ -152,14 +165,7 @@ class VectorIndex:
             if wanted.size:
                 top = np.union1d(top, np.flatnonzero(among(self._documents[candidates], wanted)))
             candidates, scores = candidates[top], scores[top]
-        order = np.argsort(-scores, kind="stable")
-        best: dict[int, tuple[float, int]] = {}
-        for index in order:
-            row = candidates[index]
-            document = int(self._documents[row])
-            if document not in best:
-                best[document] = (float(scores[index]), int(self._passages[row]))
-        return best
+        return per_document(candidates, scores, self._documents, self._passages)
 
     def near_pairs(
         self, rows: Mask, threshold: float, top_k: int, block: int = 512

@@ -63,6 +63,7 @@ _DOC_COLUMNS = (
 _SCALAR_FILTERS = ("atom_type", "project_module", "language", "task_type", "error_pattern", "scope")
 _Queued = tuple[int, int]  # the first and last passage rowid a write left without a vector
 _INLINE_CHARS = 4096  # a text this short is chunked on the event loop (a thread hop costs more)
+_KEYWORD_DEPTH = 4  # keyword matches ranked before filtering, per candidate asked (see `_keyword`)
 REEMBED_STEP = 256  # passages per `reembed_batch` call by default: a progress bar's step
 
 
@@ -504,19 +505,33 @@ class SqliteKnowledgeStore:
     def _keyword(
         self, conn: sqlite3.Connection, terms: list[str], where: str, params: list[Any]
     ) -> dict[int, tuple[float, int]]:
-        """document rowid -> (BM25 relevance, best passage rowid)."""
+        """document rowid -> (BM25 relevance, best passage rowid).
+
+        The full-text index ranks its matches alone first and only its best
+        `_KEYWORD_DEPTH` x `keyword_candidates` are looked up in `passages` and `documents`
+        and filtered: joining every match cost two rowid look-ups each, two thirds of
+        the keyword side at 100k passages (bench/knowledge_scale.py). The allowed passages
+        among them are the best allowed ones overall; when they are fewer than asked (a
+        narrow filter), every match is joined and filtered as before."""
         if not terms:
             return {}
+        match = self._terms.match(conn, terms, self.ranking.prefix_min)
+        wanted = self.ranking.keyword_candidates
         rows = conn.execute(
-            "SELECT p.document, p.rowid, -bm25(passages_fts, 2.0, 1.0) AS relevance FROM passages_fts"
-            " JOIN passages AS p ON p.rowid = passages_fts.rowid JOIN documents AS d ON d.rowid = p.document"
-            f" WHERE passages_fts MATCH ? AND {where} ORDER BY relevance DESC LIMIT ?",
-            [
-                self._terms.match(conn, terms, self.ranking.prefix_min),
-                *params,
-                self.ranking.keyword_candidates,
-            ],
+            "SELECT p.document, p.rowid, f.relevance FROM (SELECT rowid, -bm25(passages_fts, 2.0, 1.0)"
+            " AS relevance FROM passages_fts WHERE passages_fts MATCH ? ORDER BY relevance DESC LIMIT ?) AS f"
+            " JOIN passages AS p ON p.rowid = f.rowid JOIN documents AS d ON d.rowid = p.document"
+            f" WHERE {where} ORDER BY f.relevance DESC LIMIT ?",
+            [match, _KEYWORD_DEPTH * wanted, *params, wanted],
         ).fetchall()
+        if len(rows) < wanted:
+            rows = conn.execute(
+                "SELECT p.document, p.rowid, -bm25(passages_fts, 2.0, 1.0) AS relevance FROM passages_fts"
+                " JOIN passages AS p ON p.rowid = passages_fts.rowid"
+                " JOIN documents AS d ON d.rowid = p.document"
+                f" WHERE passages_fts MATCH ? AND {where} ORDER BY relevance DESC LIMIT ?",
+                [match, *params, wanted],
+            ).fetchall()
         best: dict[int, tuple[float, int]] = {}
         for document, passage, relevance in rows:
             if document not in best:

@@ -228,3 +228,28 @@ async def test_a_removed_document_leaves_the_results(path: Path, no_builds: None
         assert "doc7.md" not in [h.document_name for h in page.hits]
     finally:
         await store.close()
+
+
+def test_loading_the_index_file_copies_it_once(tmp_path: Path) -> None:
+    """The file is read once and the graph restored from it in place: at 1M passages
+    every further copy of the graph added ~630 MiB to the bridge's peak RSS at start-up
+    (bench/knowledge_scale.py)."""
+    import tracemalloc
+
+    from memory_bridge.stores.sqlite._knowledge_ann import load, save
+
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((20_000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = _ann.AnnIndex(32, lambda passages: ([], np.empty((0, 32), dtype=np.float32)))
+    index.add_rows(list(range(1, 20_001)), list(range(1, 20_001)), vectors, threads=2)
+    file = tmp_path / "knowledge.ann"
+    save(file, index, "tag")
+    tracemalloc.start()
+    try:
+        loaded = load(file, "tag", 32, index.fetch)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(loaded) == 20_000
+    assert peak <= 1.3 * file.stat().st_size

@@ -1,0 +1,85 @@
+"""The embedded knowledge store's keyword side: BM25 over the full-text index, filtered."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memory_bridge.stores import DocMetadata, KnowledgeFilter
+from memory_bridge.stores.sqlite import SqliteKnowledgeStore
+from memory_bridge.stores.sqlite._knowledge_ranking import Ranking
+
+pytestmark = pytest.mark.anyio
+
+DOCUMENTS = 400
+
+
+async def _store(path: Path) -> SqliteKnowledgeStore:
+    """Every document matches `alpha`: this project's (scope `here`) 60 times down to 21,
+    then 20; another project's (documents 300 and up) 10 times down to 6, then once."""
+    store = SqliteKnowledgeStore(
+        path, embedder=None, default_slots=["knowledge"], ranking=Ranking(keyword_candidates=5)
+    )
+    for n in range(DOCUMENTS):
+        times = max(20, 60 - n) if n < 300 else max(1, 310 - n)
+        text = " ".join(["alpha"] * times + [f"word{n}"] * 20)
+        scope = "here" if n < 300 else "other"
+        await store.upsert("knowledge", f"doc-{n:03}.md", text, DocMetadata(scope=scope), origin="test")
+    return store
+
+
+def _plans(conn: sqlite3.Connection, work: Callable[[], object]) -> list[list[tuple[int, int, str]]]:
+    """The query plans (id, parent, detail) of the full-text searches a call runs."""
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        work()
+    finally:
+        conn.set_trace_callback(None)
+    return [
+        [(row[0], row[1], row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+        for sql in statements
+        if sql.lstrip().upper().startswith("SELECT") and "MATCH" in sql and "bm25" in sql
+    ]
+
+
+def _keyword(store: SqliteKnowledgeStore, conn: sqlite3.Connection, flt: KnowledgeFilter) -> list[int]:
+    where, params = store._allowed_sql(conn, ["knowledge"], flt)
+    return list(store._keyword(conn, ["alpha"], where, params))
+
+
+async def test_the_keyword_side_ranks_the_index_alone_before_joining(tmp_path: Path) -> None:
+    """Only the best matches are looked up in `passages` and `documents` (at 1M passages
+    joining every match of a query cost most of the search: bench/knowledge_scale.py)."""
+    store = await _store(tmp_path / "knowledge.db")
+    conn = sqlite3.connect(tmp_path / "knowledge.db")
+    try:
+        found: list[int] = []
+        plans = _plans(conn, lambda: found.extend(_keyword(store, conn, KnowledgeFilter(scope="here"))))
+        assert len(found) == 5
+        assert len(plans) == 1  # enough allowed matches among the best: no second query
+        (plan,) = plans
+        ranked = [parent for _, parent, detail in plan if detail.startswith("SCAN passages_fts")]
+        joined = [parent for _, parent, detail in plan if detail.startswith("SEARCH p ")]
+        assert ranked and ranked[0] != 0  # in a subquery of its own (with its LIMIT)
+        assert joined == [0]  # the look-ups read its rows
+    finally:
+        conn.close()
+        await store.close()
+
+
+async def test_a_narrow_filter_still_finds_its_best_matches(tmp_path: Path) -> None:
+    store = await _store(tmp_path / "knowledge.db")
+    conn = sqlite3.connect(tmp_path / "knowledge.db")
+    try:
+        here = _keyword(store, conn, KnowledgeFilter(scope="here"))
+        other = _keyword(store, conn, KnowledgeFilter(scope="other"))  # far below the best 20 matches
+        names = {rowid: name for rowid, name in conn.execute("SELECT rowid, name FROM documents").fetchall()}
+        assert [names[d] for d in here] == [f"doc-{n:03}.md" for n in range(5)]
+        assert [names[d] for d in other] == [f"doc-{n:03}.md" for n in range(300, 305)]
+    finally:
+        conn.close()
+        await store.close()
