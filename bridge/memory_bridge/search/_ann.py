@@ -61,10 +61,20 @@ def _cosines(query: Vector, vectors: Vector) -> Vector:
     return scores
 
 
-def new_graph(dimension: int) -> Any:
+def _graph_class() -> Any:
+    """usearch's Index, with ONNX Runtime loaded first. In the other order, `import
+    onnxruntime` crashes the process (SIGSEGV in libstdc++'s codecvt; usearch 2.26.6,
+    onnxruntime 1.32.0): a process that opened an ANN index before the bundled model's
+    first use died when it embedded."""
+    import onnxruntime  # noqa: F401  (the load order above)
     from usearch.index import Index
 
-    return Index(ndim=dimension, metric="ip", dtype="i8", connectivity=CONNECTIVITY, expansion_add=128)
+    return Index
+
+
+def new_graph(dimension: int) -> Any:
+    index = _graph_class()
+    return index(ndim=dimension, metric="ip", dtype="i8", connectivity=CONNECTIVITY, expansion_add=128)
 
 
 class AnnIndex:
@@ -107,10 +117,8 @@ class AnnIndex:
     ) -> AnnIndex:
         """An index from saved rows and graph (read in place: the graph copies it); raises
         ValueError if they do not fit together."""
-        from usearch.index import Index
-
         passages, documents, alive = rows
-        loaded = Index.restore(graph)
+        loaded = _graph_class().restore(graph)
         if loaded is None or loaded.ndim != dimension or len(loaded) != len(passages):
             raise ValueError("the graph does not match its rows")
         index = cls(dimension, fetch, loaded)

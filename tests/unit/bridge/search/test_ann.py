@@ -3,6 +3,8 @@ cosines, after removals and under a filter (random vectors: a hard case for a gr
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -91,3 +93,19 @@ def test_a_larger_graph_is_searched_wider() -> None:
     assert search_width(10, 100_000) == 400
     assert search_width(10, 1_000_000) == 4_000
     assert search_width(5_000, 1_000_000) == 5_000
+
+
+def test_a_process_that_opened_an_index_first_can_still_load_the_model() -> None:
+    """usearch's compiled module loaded before ONNX Runtime made `import onnxruntime` die
+    with SIGSEGV: a bridge that opened its ANN index before embedding its first query."""
+    script = (
+        "import numpy as np\n"
+        "from memory_bridge.search._ann import AnnIndex\n"
+        "index = AnnIndex(4, lambda wanted: ([], np.empty((0, 4), dtype=np.float32)))\n"
+        "index.add_rows([1], [1], np.ones((1, 4), dtype=np.float32) / 2)\n"
+        "import onnxruntime\n"
+        "print(onnxruntime.get_device())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    assert done.stdout.strip() == "CPU"
