@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -118,8 +119,8 @@ def phase_build(folder: Path, project: Path, size: int, real: int, jitter: float
         return SqliteKnowledgeStore(
             database,
             embedder=embedder,
-            default_slots=settings.slots,
-            ann_threshold=settings.search_ann_threshold,
+            default_slots=settings.stores.slots,
+            ann_threshold=settings.search.ann_threshold,
         )
 
     async def create() -> None:
@@ -133,7 +134,7 @@ def phase_build(folder: Path, project: Path, size: int, real: int, jitter: float
     passages = big.real_passages(pool, real, SEED)
     tag = f"{embedder.name}+{TEXT_FORMAT}"
     result: dict[str, Any] = big.write_store(
-        database, tag, settings.slots, passages, cached["vectors"], cached["atoms"], size, jitter, SEED
+        database, tag, settings.stores.slots, passages, cached["vectors"], cached["atoms"], size, jitter, SEED
     )
 
     async def index() -> None:
@@ -170,7 +171,7 @@ def phase_search(project: Path, side: str) -> dict[str, Any]:
     async def run() -> None:
         started = time.perf_counter()
         store = open_knowledge_store(settings, embedder)
-        ctx = kn.KnowledgeContext(store, settings.project_scope, settings.max_results)
+        ctx = kn.KnowledgeContext(store, settings.project_scope, settings.search.max_results)
 
         async def search(query: str) -> list[str]:
             out = await kn.search_memory(
@@ -198,7 +199,7 @@ def phase_search(project: Path, side: str) -> dict[str, Any]:
         for query in queries:
             began = time.perf_counter()
             page = await store.search(
-                list(settings.slots), query["query"], flt, top_k=10, score_threshold=None, mode="dense"
+                list(settings.stores.slots), query["query"], flt, top_k=10, score_threshold=None, mode="dense"
             )
             dense_times.append(time.perf_counter() - began)
             dense_tops.append([hit.document_id for hit in page.hits])
@@ -215,7 +216,7 @@ def phase_search(project: Path, side: str) -> dict[str, Any]:
             embed.append(time.perf_counter() - began)
         result["embed_query"] = {"p50_ms": _pct(embed, 0.5), "p95_ms": _pct(embed, 0.95)}
         answers = {}
-        for slot in settings.slots:
+        for slot in settings.stores.slots:
             for atom in big.atoms():
                 if atom["slot"] == slot:
                     found = await store.find(slot, atom["name"])
@@ -307,13 +308,16 @@ def measure(folder: Path, size: int, args: argparse.Namespace) -> dict[str, Any]
     project = folder / f"p{size}"
     if not (project / ".memory" / "knowledge.db").exists():
         print(f"# {size:,}: writing the store (load {_load()})", file=sys.stderr, flush=True)
+        partial = project.with_name(f"{project.name}.partial")  # renamed once whole: a failed build is redone
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(project, ignore_errors=True)
         built = _run(
             "--phase",
             "build",
             "--dir",
             str(folder),
             "--project",
-            str(project),
+            str(partial),
             "--size",
             str(size),
             "--real",
@@ -321,6 +325,7 @@ def measure(folder: Path, size: int, args: argparse.Namespace) -> dict[str, Any]
             "--jitter",
             str(args.jitter),
         )
+        partial.rename(project)
     else:
         built = {"reused": True}
     row: dict[str, Any] = {"size": size, "build": built, "load": {"start": _load()}}
