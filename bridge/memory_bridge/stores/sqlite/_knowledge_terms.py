@@ -5,6 +5,11 @@ BM25 gives such a word little weight (its idf is low), yet matching it means sco
 large part of the store: at 100k passages one common word costs more than everything else
 in a search. Ranking by the rarer words of the query finds the same best documents; when
 every word is common, all of them must match (an AND is far narrower than an OR).
+
+"Common" is a number of passages, not a share of the store: FTS5 scores every passage the
+match names, so the keyword side costs the same at 100k or 1M passages. Counts go further
+(up to `COUNT_SHARE` of the store) for the idf the second stage and the calibration read.
+Measured in bench/README.md ("The keyword side at a fixed cost").
 """
 
 from __future__ import annotations
@@ -15,35 +20,35 @@ from typing import Literal
 
 from ._match import match_expression
 
-__all__ = ["COMMON_FLOOR", "COMMON_SHARE", "TermFrequencies"]
+__all__ = ["COMMON_PASSAGES", "COUNT_SHARE", "TermFrequencies"]
 
-COMMON_SHARE = 0.1  # of all passages: a word matching more is too common to discriminate
-COMMON_FLOOR = 2_000  # passages; below this, matching a word is cheap whatever its share
+COMMON_PASSAGES = 2_000  # a word matching more passages is too common to match (any store size)
+COUNT_SHARE = 0.1  # of all passages: words are counted this far (infinity beyond), for their idf
 _CACHE = 4_096
 _DRIFT = 1.1  # a cached count is reused until the store grows or shrinks by this factor
 
 
-def _limit(size: int) -> int:
-    """Passages a word may match and still count as discriminating, of `size`."""
-    return max(COMMON_FLOOR, int(COMMON_SHARE * size))
+def _counted(size: int, common: int) -> int:
+    """Passages a word's count goes up to, of `size` (beyond: infinity)."""
+    return max(common, int(COUNT_SHARE * size))
 
 
 class TermFrequencies:
     """Passage counts of query words (as the full-text index matches them), cached."""
 
-    def __init__(self) -> None:
+    def __init__(self, common: int = COMMON_PASSAGES) -> None:
+        self.common = common  # passages a word may match and still be matched
         # (word, prefix rule) -> (passages matched, store size then)
         self._counts: dict[tuple[str, int | None], tuple[float, int]] = {}
         self._lock = threading.Lock()
 
-    def _matches(
-        self, conn: sqlite3.Connection, term: str, prefix_min: int | None, size: int, cap: int
-    ) -> float:
-        """How many passages the word matches, counted up to `cap` (infinity beyond)."""
+    def _matches(self, conn: sqlite3.Connection, term: str, prefix_min: int | None, size: int) -> float:
+        """How many passages the word matches, counted up to `_counted` (infinity beyond)."""
         with self._lock:
             cached = self._counts.get((term, prefix_min))
         if cached is not None and cached[1] / _DRIFT <= size <= cached[1] * _DRIFT:
             return cached[0]
+        cap = _counted(size, self.common) + 1
         count: float = int(
             conn.execute(
                 "SELECT count(*) FROM (SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? LIMIT ?)",
@@ -60,16 +65,15 @@ class TermFrequencies:
 
     def passages(self, conn: sqlite3.Connection, term: str, size: int) -> float:
         """How many of the `size` passages the whole word matches (stemmed), counted up to
-        the common-word limit (infinity beyond)."""
-        return self._matches(conn, term, None, size, _limit(size) + 1)
+        `COUNT_SHARE` of them (infinity beyond)."""
+        return self._matches(conn, term, None, size)
 
     def match(self, conn: sqlite3.Connection, terms: list[str], prefix_min: int | None) -> str:
         """The FTS5 match expression for a query's words: any of the discriminating ones,
         else all of them (`prefix_min`: see `match_expression`)."""
         mode: Literal["all", "any"] = "any"
         size = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0])
-        limit = _limit(size)
-        if size > limit:  # otherwise no word can be common
-            rare = [t for t in terms if self._matches(conn, t, prefix_min, size, limit + 1) <= limit]
+        if size > self.common:  # otherwise no word can be common
+            rare = [t for t in terms if self._matches(conn, t, prefix_min, size) <= self.common]
             terms, mode = (rare, "any") if rare else (terms, "all")
         return match_expression(terms, mode, prefix_min)
