@@ -185,6 +185,15 @@ class AnnIndex:
             vectors = vectors[[order[int(p)] for p in passages]]
         return rows, vectors
 
+    def _rough(self, rows: Rows) -> tuple[Rows, Vector]:
+        """`rows` with the graph's vectors of them, dequantised and renormalised."""
+        if rows.size == 0:
+            return rows, np.empty((0, self.dimension), dtype=np.float32)
+        vectors: Vector = np.asarray(self._graph.get(rows.astype(np.uint64))).astype(np.float32)
+        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))[:, None]
+        vectors /= np.where(norms > 0, norms, np.float32(1.0))
+        return rows, vectors
+
     def _nearest(self, queries: Vector, count: int) -> Rows:
         """Rows the graph proposes as the `count` nearest of each query (alive or not)."""
         count = min(count, self._size)
@@ -195,15 +204,22 @@ class AnnIndex:
         keys = np.asarray(found.keys, dtype=np.int64).ravel()
         return np.unique(keys[(keys >= 0) & (keys < self._size)])
 
-    def best_among(self, queries: Vector, documents: set[int]) -> dict[int, list[tuple[float, int]]]:
+    def best_among(
+        self, queries: Vector, documents: set[int], *, rough: bool = False
+    ) -> dict[int, list[tuple[float, int]]]:
         """document rowid -> per query row (best cosine, its passage id), over the passages
-        of `documents` only (exact: a few documents' passages)."""
+        of `documents` only: exact, from the stored vectors, or with `rough` from the graph's
+        own int8 vectors (cosines within ~0.01, and no database read: ~1 us a passage
+        against ~7 us)."""
         size = self._size
         wanted = np.fromiter(documents, dtype=np.int64, count=len(documents))
-        rows, vectors = self._exact(
-            np.flatnonzero(self._alive[:size] & among(self._documents[:size], wanted))
-        )
-        scores = np.atleast_2d(queries) @ np.ascontiguousarray(vectors.T)
+        rows = np.flatnonzero(self._alive[:size] & among(self._documents[:size], wanted))
+        if rough:  # rows by passages, as the graph gives them: no transposed copy
+            rows, vectors = self._rough(rows)
+            scores = (vectors @ np.atleast_2d(queries).T).T
+        else:
+            rows, vectors = self._exact(rows)
+            scores = np.atleast_2d(queries) @ np.ascontiguousarray(vectors.T)
         best: dict[int, list[tuple[float, int]]] = {}
         for query_scores in scores:
             for document, (score, passage) in self._best(rows, query_scores).items():

@@ -41,13 +41,16 @@ def among(documents: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]) -> Ma
 def per_document(rows: Ids, scores: Vector, documents: Ids, passages: Ids) -> dict[int, tuple[float, int]]:
     """document rowid -> (best score, its passage id), best documents first, of the index
     `rows` scored `scores` (`documents` and `passages`: the index's columns by row)."""
-    best: dict[int, tuple[float, int]] = {}
-    for index in np.argsort(-scores, kind="stable"):
-        row = rows[index]
-        document = int(documents[row])
-        if document not in best:
-            best[document] = (float(scores[index]), int(passages[row]))
-    return best
+    order = np.argsort(-scores, kind="stable")
+    _, first = np.unique(documents[rows[order]], return_index=True)  # each document's best row
+    chosen = order[np.sort(first)]
+    picked = rows[chosen]
+    return {
+        document: (score, passage)
+        for document, score, passage in zip(
+            documents[picked].tolist(), scores[chosen].tolist(), passages[picked].tolist(), strict=True
+        )
+    }
 
 
 class VectorIndex:
@@ -120,9 +123,12 @@ class VectorIndex:
         rows = np.flatnonzero((self._passages[: self._size] == passage) & self._alive[: self._size])
         return self._columns[:, rows[0]].copy() if rows.size else None
 
-    def best_among(self, queries: Vector, documents: set[int]) -> dict[int, list[tuple[float, int]]]:
+    def best_among(
+        self, queries: Vector, documents: set[int], *, rough: bool = False
+    ) -> dict[int, list[tuple[float, int]]]:
         """document rowid -> per query row (best cosine, its passage id), over the passages
-        of `documents` only: they are gathered first, which pays for a few thousand rows."""
+        of `documents` only: they are gathered first, which pays for a few thousand rows.
+        Always exact (`rough` is for AnnIndex, whose exact vectors live in the database)."""
         size = self._size
         wanted = np.fromiter(documents, dtype=np.int64, count=len(documents))
         rows = np.flatnonzero(self._alive[:size] & among(self._documents[:size], wanted))

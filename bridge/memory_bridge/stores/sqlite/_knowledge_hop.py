@@ -53,6 +53,8 @@ MIN_LEAD = 0.02  # the best hit's fused score over the second's
 LEXICAL_WEIGHT = 0.15
 NEAR_COPY = 0.8  # cosine to the best hit above which a document is its near copy
 CANDIDATE_PASSAGES = 2_000  # passages naming a bridge word that are considered
+SHORTLIST = 32  # documents of the rough ranking scored again exactly
+ROUGH_MARGIN = 0.03  # cosine: a rough one (int8) is off by ~0.01 at most
 MAX_QUESTION_WORDS = 64  # distinct words; a longer query is no question (and would cost a lookup each)
 CALENDAR = frozenset(
     (
@@ -206,18 +208,27 @@ def plan_hop(
 
 def score_hops(plan: HopPlan, index: VectorIndex | AnnIndex, residual: np.ndarray) -> list[tuple[int, int]]:
     """(document, passage) of the bridge's documents, best first, near copies of the best
-    hit left out."""
+    hit left out. Every document is ranked roughly first (the ANN graph's own vectors: up
+    to 2,000 documents' passages read from the database were most of a slow search at
+    100k), then the best `SHORTLIST` exactly."""
     import numpy as np
 
     top = index.vector_of(plan.top_passage)
     queries = np.vstack([residual, top]) if top is not None else residual[None, :]
-    scored = [
-        (cosine + LEXICAL_WEIGHT * plan.lexical.get(document, 0.0), document, passage)
-        for document, [(cosine, passage), *copy] in index.best_among(queries, set(plan.documents)).items()
-        if not copy or copy[0][0] <= NEAR_COPY
-    ]
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [(document, passage) for _, document, passage in scored[: len(POSITIONS)]]
+
+    def ranked(best: dict[int, list[tuple[float, int]]], margin: float) -> list[tuple[float, int, int]]:
+        scored = [
+            (cosine + LEXICAL_WEIGHT * plan.lexical.get(document, 0.0), document, passage)
+            for document, [(cosine, passage), *copy] in best.items()
+            if not copy or copy[0][0] <= NEAR_COPY + margin
+        ]
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        return scored
+
+    rough = ranked(index.best_among(queries, set(plan.documents), rough=True), ROUGH_MARGIN)
+    shortlist = {document for _, document, _ in rough[:SHORTLIST]}
+    exact = ranked(index.best_among(queries, shortlist), 0.0)
+    return [(document, passage) for _, document, passage in exact[: len(POSITIONS)]]
 
 
 def insert_hops(fused: Fused, hops: Sequence[tuple[int, int]]) -> Fused:

@@ -95,6 +95,25 @@ def test_a_larger_graph_is_searched_wider() -> None:
     assert search_width(5_000, 1_000_000) == 5_000
 
 
+def test_a_rough_pass_reads_the_graph_not_the_database() -> None:
+    """The second hop ranks up to 2,000 documents roughly: from the graph's int8 vectors,
+    cosines within 0.02 of the stored ones, without a database read (~7 us a passage)."""
+    exact, ann, vectors = both()
+
+    def no_reads(wanted: Sequence[int]) -> tuple[list[int], Vectors]:
+        raise AssertionError(f"the rough pass read {len(wanted)} vectors from the database")
+
+    ann.fetch = no_reads
+    chosen = set(range(1, 201))
+    ann.remove_document(4)
+    exact.remove_document(4)
+    rough, want = ann.best_among(vectors[:2], chosen, rough=True), exact.best_among(vectors[:2], chosen)
+    assert set(rough) == set(want) == chosen - {4}
+    for document, per_query in want.items():
+        for (cosine, _), (approx, _) in zip(per_query, rough[document], strict=True):
+            assert abs(cosine - approx) < 0.02
+
+
 def test_a_process_that_opened_an_index_first_can_still_load_the_model() -> None:
     """usearch's compiled module loaded before ONNX Runtime made `import onnxruntime` die
     with SIGSEGV: a bridge that opened its ANN index before embedding its first query."""

@@ -11,9 +11,17 @@ import numpy as np
 import pytest
 
 from memory_bridge.search import LazyEmbedder, QueryTokens, lazy_minilm
+from memory_bridge.search._ann import AnnIndex
+from memory_bridge.search._vectors import VectorIndex
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
-from memory_bridge.stores.sqlite._knowledge_hop import Coverage, bridge_words, insert_hops
+from memory_bridge.stores.sqlite._knowledge_hop import (
+    Coverage,
+    HopPlan,
+    bridge_words,
+    insert_hops,
+    score_hops,
+)
 from memory_bridge.stores.sqlite._knowledge_schema import FTS_TOKENIZER
 from memory_bridge.stores.sqlite._match import match_expression
 
@@ -167,3 +175,23 @@ def test_coverage_matches_words_as_the_store_index_does(tmp_path: Path, prefix_m
     finally:
         coverage.close()
         conn.close()
+
+
+def test_the_hop_ranks_the_same_documents_on_the_graph_as_on_the_matrix() -> None:
+    """On the ANN index the bridge's documents are ranked from the graph's int8 vectors and
+    only a shortlist exactly: the hop picks what exact search over every document picks."""
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((3000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    passages = list(range(1, 3001))
+    documents = [1 + i // 2 for i in range(3000)]
+    exact = VectorIndex(32)
+    exact.load(zip(passages, documents, (v.tobytes() for v in vectors), strict=True), 1)
+    ann = AnnIndex(32, lambda wanted: (list(wanted), vectors[np.asarray(wanted, dtype=np.int64) - 1]))
+    ann.add_rows(passages, documents, vectors)
+    for trial in range(10):
+        residual = vectors[trial] + 0.5 * rng.standard_normal(32).astype(np.float32)
+        residual /= np.linalg.norm(residual)
+        lexical = {int(d): float(rng.random()) for d in rng.choice(1500, 40, replace=False) + 1}
+        plan = HopPlan(1 + trial, 1 + 2 * trial, "r", (), frozenset(range(1, 1501)) - {1 + trial}, lexical)
+        assert score_hops(plan, ann, residual) == score_hops(plan, exact, residual)
