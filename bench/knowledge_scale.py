@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -304,6 +305,18 @@ def _load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def forget_recalls(project: Path) -> None:
+    """Clear the recall stamps searches leave (search_memory records what it returned, and
+    age and use weigh in the ranking): each side searches the store as it was written, and
+    a rerun measures the same store."""
+    with sqlite3.connect(project / ".memory" / "knowledge.db") as conn:
+        conn.execute(
+            "UPDATE documents SET last_recalled_at = NULL, recall_count = 0"
+            " WHERE recall_count != 0 OR last_recalled_at IS NOT NULL"
+        )
+    conn.close()
+
+
 def measure(folder: Path, size: int, args: argparse.Namespace) -> dict[str, Any]:
     project = folder / f"p{size}"
     if not (project / ".memory" / "knowledge.db").exists():
@@ -331,16 +344,19 @@ def measure(folder: Path, size: int, args: argparse.Namespace) -> dict[str, Any]
     row: dict[str, Any] = {"size": size, "build": built, "load": {"start": _load()}}
     print(f"# {size:,}: {built} (load {_load()})", file=sys.stderr, flush=True)
     for side in ("ann", "exact"):
+        forget_recalls(project)
         row[side] = _run("--phase", "search", "--project", str(project), "--side", side)
         print(f"# {size:,} {side}: searched (load {_load()})", file=sys.stderr, flush=True)
     if not args.no_bridge:
         for side in ("ann", "exact"):
+            forget_recalls(project)
             row[f"bridge_{side}"] = anyio.run(bridge_run, project, side, args.starts)
             print(
                 f"# {size:,} bridge {side}: {row[f'bridge_{side}']} (load {_load()})",
                 file=sys.stderr,
                 flush=True,
             )
+    forget_recalls(project)
     answers = row["ann"].pop("answers")
     row["exact"].pop("answers")
     for mode in ("hybrid", "dense"):
