@@ -151,8 +151,8 @@ def phase_build(folder: Path, project: Path, size: int, real: int, jitter: float
 
     anyio.run(index)
     result["db_mib"] = database.stat().st_size / 2**20
-    ann = database.with_suffix(".ann")
-    result["ann_mib"] = ann.stat().st_size / 2**20 if ann.exists() else 0.0
+    files = [database.with_suffix(".ann"), database.with_suffix(".ann.graph")]  # rows, graph
+    result["ann_mib"] = sum(f.stat().st_size for f in files if f.exists()) / 2**20
     return result
 
 

@@ -250,6 +250,7 @@ def test_a_damaged_vector_index_is_rebuilt_by_migrate(tmp_path: Path) -> None:
     applied = memctl("migrate", "--project", str(tmp_path), "--json")
     assert applied.code == 0 and "vector-index" in names(applied.json["applied"])
     assert index.read_bytes() != b"not an index" and index.stat().st_mode & 0o777 == 0o600
+    assert index.with_suffix(".ann.graph").stat().st_mode & 0o777 == 0o600
     assert memctl("migrate", "--project", str(tmp_path), "--json").json["changed"] is False
     assert keyword_hits(tmp_path, "deploy")  # the documents are all still there
 

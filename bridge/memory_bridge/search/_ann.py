@@ -103,8 +103,9 @@ class AnnIndex:
         size = self._size
         return self._passages[:size], self._documents[:size], self._alive[:size]
 
-    def graph_bytes(self) -> bytes:
-        return bytes(self._graph.save())
+    def save_graph(self, path: str) -> None:
+        """Write the graph to the file at `path` (usearch's format; no copy in memory)."""
+        self._graph.save(path)
 
     @classmethod
     def restore(
@@ -112,11 +113,11 @@ class AnnIndex:
         dimension: int,
         fetch: Fetch,
         rows: tuple[Rows, Rows, Mask],
-        graph: bytes | memoryview,
+        graph: str | bytes | memoryview,
         generation: int,
     ) -> AnnIndex:
-        """An index from saved rows and graph (read in place: the graph copies it); raises
-        ValueError if they do not fit together."""
+        """An index from saved rows and graph: a file's path, which usearch reads into its
+        own memory, or bytes it copies. Raises ValueError if they do not fit together."""
         passages, documents, alive = rows
         loaded = _graph_class().restore(graph)
         if loaded is None or loaded.ndim != dimension or len(loaded) != len(passages):

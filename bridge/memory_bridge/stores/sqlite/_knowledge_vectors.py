@@ -385,13 +385,14 @@ class KnowledgeVectors:
 
     def _open_ann(self, conn: sqlite3.Connection) -> None:
         """Load the saved ANN index (once); if there is none usable, build it in the background."""
-        from ._knowledge_ann import CorruptIndex, load
+        from ._knowledge_ann import CorruptIndex, graph_path, load
 
         if not self._ann_tried:
             self._ann_tried = True
             try:
                 self._ann = load(self._ann_path, self.tag, self.embedder.dimension, self._fetcher(conn))
-                self._saved = self._ann.generation
+                # a version-1 file (the graph inside it) is saved in today's form when closing
+                self._saved = self._ann.generation if graph_path(self._ann_path).exists() else -1
                 return
             except FileNotFoundError:
                 pass

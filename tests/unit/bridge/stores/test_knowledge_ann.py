@@ -1,10 +1,11 @@
 """The embedded knowledge store's ANN vector index: used from a size threshold on, with the
-same hits and scores as exact search, kept in `knowledge.ann` beside the database, and
-rebuilt or caught up when that file is missing, damaged or stale."""
+same hits and scores as exact search, kept in `knowledge.ann` and `knowledge.ann.graph`
+beside the database, and rebuilt or caught up when they are missing, damaged or stale."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import stat
 import threading
 from collections.abc import Iterator
@@ -155,19 +156,21 @@ async def test_the_index_file_is_private_and_reused_after_a_restart(path: Path, 
     expected = await results(store)
     await store.close()
     wait_for_builds()  # a build the first searches started may still be saving: not the restart's
-    index = path.with_suffix(".ann")
-    assert stat.S_IMODE(index.stat().st_mode) == 0o600
-    saved = index.read_bytes()
+    files = [path.with_suffix(".ann"), path.with_suffix(".ann.graph")]
+    assert [stat.S_IMODE(f.stat().st_mode) for f in files] == [0o600, 0o600]
+    saved = [f.read_bytes() for f in files]
     store = open_store(path, threshold=10)
     try:
         assert await results(store) == expected
         assert not any(t.name == "knowledge-ann-build" for t in threading.enumerate())
-        assert index.read_bytes() == saved
+        assert [f.read_bytes() for f in files] == saved
     finally:
         await store.close()
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped"])
+@pytest.mark.parametrize(
+    "damage", ["garbage", "truncated", "flipped", "graph flipped", "graph missing", "graph of another save"]
+)
 async def test_a_damaged_index_file_is_rebuilt_and_no_stored_data_changes(
     path: Path, damage: str, no_builds: None
 ) -> None:
@@ -176,14 +179,24 @@ async def test_a_damaged_index_file_is_rebuilt_and_no_stored_data_changes(
     await store.rebuild_vector_index()
     expected = await results(store)
     await store.close()
-    index = path.with_suffix(".ann")
-    data = index.read_bytes()
+    index, graph = path.with_suffix(".ann"), path.with_suffix(".ann.graph")
+    data, graph_data = index.read_bytes(), graph.read_bytes()
     if damage == "garbage":
         index.write_bytes(b"not an index at all")
     elif damage == "truncated":
         index.write_bytes(data[: len(data) // 2])
-    else:
+    elif damage == "flipped":
         index.write_bytes(data[:-10] + bytes(b ^ 0xFF for b in data[-10:]))
+    elif damage == "graph flipped":  # usearch is never handed bytes the checksum did not pass
+        graph.write_bytes(graph_data[:-10] + bytes(b ^ 0xFF for b in graph_data[-10:]))
+    elif damage == "graph missing":
+        graph.unlink()
+    else:  # a crash between the two files' replacements: a graph with other rows
+        other = open_store(path.with_name("other.db"), threshold=10)
+        await fill(other, 30)
+        await other.rebuild_vector_index()
+        await other.close()
+        graph.write_bytes(path.with_name("other.ann.graph").read_bytes())
     store = open_store(path, threshold=10)
     state = await store.vector_index_state()
     assert state is not None and not state.usable and state.saved.startswith("unusable")
@@ -230,19 +243,15 @@ async def test_a_removed_document_leaves_the_results(path: Path, no_builds: None
         await store.close()
 
 
-def test_loading_the_index_file_copies_it_once(tmp_path: Path) -> None:
-    """The file is read once and the graph restored from it in place: at 1M passages
-    every further copy of the graph added ~630 MiB to the bridge's peak RSS at start-up
-    (bench/knowledge_scale.py)."""
+def test_loading_the_index_reads_the_graph_from_its_own_file(tmp_path: Path) -> None:
+    """usearch reads the graph from its file into its own memory: Python holds no copy of
+    it (the file's bytes used to be read first: at 1M passages each copy of the graph is
+    ~630 MiB of the bridge's peak RSS at start-up, bench/knowledge_scale.py)."""
     import tracemalloc
 
-    from memory_bridge.stores.sqlite._knowledge_ann import load, save
+    from memory_bridge.stores.sqlite._knowledge_ann import graph_path, load, save
 
-    rng = np.random.default_rng(3)
-    vectors = rng.standard_normal((20_000, 32)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    index = _ann.AnnIndex(32, lambda passages: ([], np.empty((0, 32), dtype=np.float32)))
-    index.add_rows(list(range(1, 20_001)), list(range(1, 20_001)), vectors, threads=2)
+    index = twenty_thousand_rows()
     file = tmp_path / "knowledge.ann"
     save(file, index, "tag")
     tracemalloc.start()
@@ -252,4 +261,62 @@ def test_loading_the_index_file_copies_it_once(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert len(loaded) == 20_000
-    assert peak <= 1.3 * file.stat().st_size
+    graph = graph_path(file).stat().st_size
+    assert peak < graph / 2, f"loading held {peak:,} bytes in Python for a {graph:,}-byte graph"
+
+
+async def test_an_index_saved_with_the_graph_inside_is_read_and_saved_anew(
+    path: Path, no_builds: None
+) -> None:
+    """Version 1 kept the graph inside `knowledge.ann`: such a file is still used (no
+    rebuild), and is written as two files when the store closes."""
+    store = open_store(path, threshold=10)
+    await fill(store, 40)
+    await store.rebuild_vector_index()
+    expected = await results(store)
+    await store.close()
+    index, graph = path.with_suffix(".ann"), path.with_suffix(".ann.graph")
+    index.write_bytes(version_one(index.read_bytes(), graph.read_bytes()))
+    graph.unlink()
+    store = open_store(path, threshold=10)
+    try:
+        state = await store.vector_index_state()
+        assert state is not None and state.usable and state.saved.startswith("40 passages")
+        assert await results(store) == expected
+        assert not any(t.name == "knowledge-ann-build" for t in threading.enumerate())
+    finally:
+        await store.close()
+    assert graph.exists() and header_of(index.read_bytes())["version"] == 2
+    store = open_store(path, threshold=10)
+    try:
+        assert await results(store) == expected
+    finally:
+        await store.close()
+
+
+MAGIC = b"memctl-ann\n"
+
+
+def header_of(data: bytes) -> dict[str, object]:
+    length = int.from_bytes(data[len(MAGIC) : len(MAGIC) + 4], "big")
+    header: dict[str, object] = json.loads(data[len(MAGIC) + 4 : len(MAGIC) + 4 + length])
+    return header
+
+
+def version_one(data: bytes, graph: bytes) -> bytes:
+    """The same index in version 1's layout: header, rows, then the graph, one checksum."""
+    header = header_of(data)
+    rows = data[-17 * int(str(header["rows"])) :]
+    old = {k: header[k] for k in ("tag", "dimension", "generation", "rows")}
+    old |= {"version": 1, "graph": len(graph), "sha256": hashlib.sha256(rows + graph).hexdigest()}
+    encoded = json.dumps(old).encode()
+    return MAGIC + len(encoded).to_bytes(4, "big") + encoded + rows + graph
+
+
+def twenty_thousand_rows() -> _ann.AnnIndex:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((20_000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = _ann.AnnIndex(32, lambda passages: ([], np.empty((0, 32), dtype=np.float32)))
+    index.add_rows(list(range(1, 20_001)), list(range(1, 20_001)), vectors, threads=2)
+    return index
