@@ -43,6 +43,12 @@ _LAZY = {
     "rollback_item": "._items",
     "save_item": "._items",
     "search_items": "._items",
+    "DocumentItemVersion": "._item_results",
+    "EntryItemVersion": "._item_results",
+    "ItemHistory": "._item_results",
+    "ItemRollback": "._item_results",
+    "ItemSearchResult": "._item_results",
+    "Lesson": "._item_results",
     "CreateOutcome": "._item_writes",
     "create_item": "._item_writes",
     "preview_save": "._item_writes",
@@ -67,6 +73,14 @@ if _typing.TYPE_CHECKING:
     )
     from ._freshness import Freshness
     from ._item_history import HistoryTarget, deleted_entries, history_of, history_target, rollback_to
+    from ._item_results import (
+        DocumentItemVersion,
+        EntryItemVersion,
+        ItemHistory,
+        ItemRollback,
+        ItemSearchResult,
+        Lesson,
+    )
     from ._item_writes import CreateOutcome, create_item, preview_save
     from ._items import (
         CUT_MARK,
@@ -97,13 +111,19 @@ __all__ = [
     "CUT_MARK",
     "CreateOutcome",
     "DocumentItem",
+    "DocumentItemVersion",
     "EntryItem",
+    "EntryItemVersion",
     "Finding",
     "Freshness",
     "HistoryTarget",
     "Item",
+    "ItemHistory",
+    "ItemRollback",
+    "ItemSearchResult",
     "ItemStores",
     "KnowledgeContext",
+    "Lesson",
     "SaveOutcome",
     "audit_memory",
     "content_digest",
