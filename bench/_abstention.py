@@ -21,8 +21,7 @@ from typing import Any
 
 from memory_bridge.stores import KnowledgeFilter, SearchMode
 from memory_bridge.stores._relevance import Evidence, coverage
-from memory_bridge.stores.sqlite import SqliteKnowledgeStore
-from memory_bridge.stores.sqlite._knowledge_ranking import Ranking
+from memory_bridge.stores.sqlite import Ranking, SqliteKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge_relevance import WINDOW
 
 __all__ = [

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_bridge.stores import SearchMode
-from memory_bridge.stores.sqlite import SqliteKnowledgeStore, _knowledge, _knowledge_vectors
-from memory_bridge.stores.sqlite._knowledge_ranking import Ranking
+from memory_bridge.stores.sqlite import Ranking, SqliteKnowledgeStore, _knowledge, _knowledge_vectors
 
 __all__ = [
     "DEFAULT",

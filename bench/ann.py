@@ -117,8 +117,7 @@ def _summary(times: list[float]) -> dict[str, float]:
 
 def phase(name: str, database: Path, queries_path: Path, connectivity: int) -> dict[str, Any]:
     """One side, in this (fresh) process."""
-    from memory_bridge.search import _ann
-    from memory_bridge.search._vectors import VectorIndex
+    from memory_bridge.search import VectorIndex, _ann
     from memory_bridge.stores.sqlite._knowledge_ann import ann_path, build, fetcher, load, save
 
     _ann.CONNECTIVITY = connectivity

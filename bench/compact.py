@@ -30,8 +30,8 @@ from _env import git_commit
 from _servers import valkey_server
 from memory_bridge.maintenance import compact_entries
 from memory_bridge.stores import EntryStore, EntryWrite
-from memory_bridge.stores.sqlite._entries import SqliteEntryStore
-from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+from memory_bridge.stores.sqlite import SqliteEntryStore
+from memory_bridge.stores.valkey import ValkeyEntryStore
 
 REPO = Path(__file__).resolve().parent.parent
 

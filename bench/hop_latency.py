@@ -38,8 +38,7 @@ from typing import Any
 from _stages import TOTAL, StageTimes
 from memory_bridge.search import lazy_minilm
 from memory_bridge.stores import KnowledgeFilter
-from memory_bridge.stores.sqlite import SqliteKnowledgeStore
-from memory_bridge.stores.sqlite._knowledge_ranking import Ranking
+from memory_bridge.stores.sqlite import Ranking, SqliteKnowledgeStore
 from retrieval import (
     CONVERSATIONS,
     EMBED_THREADS,

@@ -40,8 +40,7 @@ import numpy as np
 from memory_bridge.search import lazy_minilm, load_minilm
 from memory_bridge.search._background import _lower_priority
 from memory_bridge.stores import DocMetadata, EntryWrite
-from memory_bridge.stores.sqlite import SqliteKnowledgeStore
-from memory_bridge.stores.sqlite._entries import SqliteEntryStore
+from memory_bridge.stores.sqlite import SqliteEntryStore, SqliteKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge_vectors import BATCH, KnowledgeVectors
 
 TURNS = Path(__file__).resolve().parent / "retrieval_data" / "conversations" / "atoms.jsonl"

@@ -46,7 +46,7 @@ SEED = 36
 
 
 def _settings(project: Path, threshold: int | None) -> Any:
-    from memory_bridge._settings import load_settings
+    from memory_bridge import load_settings
 
     flags: dict[str, Any] = {"project": project}
     if threshold is not None:
@@ -81,7 +81,7 @@ def phase_vectors(folder: Path, real: int) -> dict[str, Any]:
     import numpy as np
 
     import _big_store as big
-    from memory_bridge.stores._url import make_embedder
+    from memory_bridge.stores import make_embedder
 
     cache = folder / f"real-{SEED}-{real}.npz"
     if cache.exists():
@@ -105,7 +105,7 @@ def phase_build(folder: Path, project: Path, size: int, real: int, jitter: float
     import numpy as np
 
     import _big_store as big
-    from memory_bridge.stores._url import make_embedder
+    from memory_bridge.stores import make_embedder
     from memory_bridge.stores.sqlite import SqliteKnowledgeStore
     from memory_bridge.stores.sqlite._knowledge_vectors import TEXT_FORMAT
 
@@ -160,8 +160,7 @@ def phase_search(project: Path, side: str) -> dict[str, Any]:
     """The queries through search_memory's operation, in this fresh process."""
     import _big_store as big
     from memory_bridge.core import _knowledge as kn
-    from memory_bridge.stores import KnowledgeFilter
-    from memory_bridge.stores._url import make_embedder, open_knowledge_store
+    from memory_bridge.stores import KnowledgeFilter, make_embedder, open_knowledge_store
 
     before = _rss()["VmRSS"]
     settings = _settings(project, 0 if side == "exact" else None)

@@ -73,8 +73,7 @@ from memory_bridge.search import (
     lazy_minilm,
     load_minilm,
 )
-from memory_bridge.stores import DocMetadata, KnowledgeFilter, SearchMode, SearchPage
-from memory_bridge.stores._relevance import calibration
+from memory_bridge.stores import DocMetadata, KnowledgeFilter, SearchMode, SearchPage, calibration
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 
 if TYPE_CHECKING:

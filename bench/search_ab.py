@@ -25,8 +25,7 @@ from unittest import mock
 
 from entries import Corpus, backend, fill_id, format_table, percentile, progress
 from memory_bridge.stores import Entry, EntryFilter, EntryRecord
-from memory_bridge.stores.valkey import _entries
-from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+from memory_bridge.stores.valkey import ValkeyEntryStore, _entries
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = "bridge/memory_bridge/stores/valkey/_scripts.py"

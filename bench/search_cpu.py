@@ -31,7 +31,7 @@ import valkey
 from _mcp import call_tool, open_client
 from entries import FILL_CONCURRENCY, Corpus, HttpBench, backend, format_table, http_bridge, progress
 from memory_bridge.stores import EntryFilter
-from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+from memory_bridge.stores.valkey import ValkeyEntryStore
 
 COLD_BYTES = 64 * 1024 * 1024  # above this machine's 32 MiB L3
 TOP = 5  # the slowest searches named per way: a few common words make most of the time

@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from entries import Corpus, backend, format_table, percentile, progress
 from memory_bridge.stores import EntryFilter
-from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+from memory_bridge.stores.valkey import ValkeyEntryStore
 from search_ab import IMPORT_BATCH, queries, record
 
 ROOT = Path(__file__).resolve().parent.parent

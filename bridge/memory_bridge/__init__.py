@@ -3,7 +3,7 @@
 Code outside the bridge (memctl, the Ansible collection, bench/, scripts/) imports only the
 names exported here and by `memory_bridge.core` (operations shared with the CLI),
 `memory_bridge.maintenance` (backup, migrations, compaction, the maintenance passes),
-`memory_bridge.stores` (with `stores.sqlite` and `stores.dify`) and `memory_bridge.search`;
+`memory_bridge.stores` (with `stores.sqlite`, `stores.valkey` and `stores.dify`) and `memory_bridge.search`;
 an import-linter contract in pyproject.toml keeps it so. The errors import eagerly; everything
 else loads on first use, so a command that only needs an error class or one store (a hook, an
 Ansible module) does not pay for the MCP server.
@@ -57,6 +57,9 @@ _LAZY = {
     "EntryStore": ".stores",
     "EntryWrite": ".stores",
     "open_entry_store": ".stores",
+    "AppState": ".tools",
+    "ENTRY_TOOLS": ".tools",
+    "KNOWLEDGE_TOOLS": ".tools",
 }
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
@@ -72,11 +75,15 @@ if _typing.TYPE_CHECKING:
     from ._tokens import new_token, rotate_token
     from ._workspace_root import check_workspace
     from .stores import Entry, EntryStore, EntryWrite, open_entry_store
+    from .tools import ENTRY_TOOLS, KNOWLEDGE_TOOLS, AppState
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
+    "ENTRY_TOOLS",
+    "KNOWLEDGE_TOOLS",
     "AccessDenied",
+    "AppState",
     "ConfigError",
     "Conflict",
     "EmbedderUnavailable",

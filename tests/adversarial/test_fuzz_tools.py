@@ -22,8 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from mcp import Client, MCPError
 from mcp_types import CONNECTION_CLOSED
 
-from memory_bridge.tools._entries import ENTRY_TOOLS
-from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
+from memory_bridge import ENTRY_TOOLS, KNOWLEDGE_TOOLS
 
 from ..bridges import http_bridge, stdio_params
 from ..servers import run_server, valkey_server_binary

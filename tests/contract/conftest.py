@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from memory_bridge import EntryStore
-from memory_bridge.stores.sqlite._entries import SqliteEntryStore
-from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+from memory_bridge.stores.sqlite import SqliteEntryStore
+from memory_bridge.stores.valkey import ValkeyEntryStore
 
 from ..servers import (
     RunningCluster,

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from memory_bridge import EntryStore, EntryWrite, NotFound, StoreError
-from memory_bridge.core import _entries as ops
+from memory_bridge import core as ops
 from memory_bridge.stores import EntryRecord
 
 from .conftest import StoreFactory

@@ -17,7 +17,7 @@ import pytest
 from memory_bridge import InvalidInput
 from memory_bridge.search import LazyEmbedder, lazy_minilm
 from memory_bridge.stores import DocMetadata, KnowledgeFilter, KnowledgeStore
-from memory_bridge.stores.dify._store import DifyKnowledgeStore
+from memory_bridge.stores.dify import DifyKnowledgeStore
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 
 from ..bridges import MODEL_CACHE

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 
 from memory_bridge import EntryWrite, load_settings
-from memory_bridge.core import _entries as ops
+from memory_bridge import core as ops
 from memory_bridge.stores import DocMetadata, Document, open_entry_store, open_knowledge_store
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from memory_bridge import load_settings
 from memory_bridge.stores import KnowledgeFilter, make_embedder, open_knowledge_store
-from memory_bridge.stores.dify._client import DifyClient
+from memory_bridge.stores.dify import DifyClient
 from memory_bridge.stores.sqlite import KNOWLEDGE_SCHEMA_VERSION, SCHEMA_VERSION
 from memory_bridge.stores.sqlite._schema import _MIGRATIONS, run_migrations
 
@@ -142,7 +142,7 @@ def test_migrate_builds_the_valkey_word_index_for_entries_written_without_it(
     tmp_path: Path, valkey_server: RunningServer, valkey_url: str
 ) -> None:
     from memory_bridge.stores import EntryFilter, EntryWrite
-    from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+    from memory_bridge.stores.valkey import ValkeyEntryStore
 
     client = valkey_server.client()
 

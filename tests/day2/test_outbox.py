@@ -13,9 +13,8 @@ import pytest
 from mcp import Client
 
 from memory_bridge import build_server, load_settings, open_state
-from memory_bridge.stores.dify import Outbox
+from memory_bridge.stores.dify import MAX_REJECTIONS, Outbox
 from memory_bridge.stores.dify import _outbox as outbox_module
-from memory_bridge.stores.dify._outbox import MAX_REJECTIONS
 
 from .conftest import Dify, Run, configure, memctl
 

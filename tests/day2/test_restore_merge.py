@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from memory_bridge import EntryStore, load_settings
-from memory_bridge.core import _entries as ops
+from memory_bridge import core as ops
 from memory_bridge.stores import open_entry_store
 
 from .conftest import configure, memctl

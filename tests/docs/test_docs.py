@@ -6,7 +6,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from memory_bridge.tools._entries import ENTRY_TOOLS
+from memory_bridge import ENTRY_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def test_readme_and_compatibility_notes_name_every_entry_tool() -> None:
 
 
 def test_knowledge_docs_describe_every_knowledge_tool() -> None:
-    from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
+    from memory_bridge import KNOWLEDGE_TOOLS
 
     text = (ROOT / "docs" / "knowledge.md").read_text() + (ROOT / "README.md").read_text()
     missing = [tool for tool in KNOWLEDGE_TOOLS if f"`{tool}`" not in text]

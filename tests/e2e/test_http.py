@@ -17,8 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
-from memory_bridge.tools._entries import ENTRY_TOOLS
-from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
+from memory_bridge import ENTRY_TOOLS, KNOWLEDGE_TOOLS
 
 from ..bridges import INITIALIZE, MCP_HEADERS, HttpBridge, bridge_env, free_port, http_bridge
 

@@ -15,9 +15,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from memory_bridge import StoreFailed, build_server, load_settings, open_state
+from memory_bridge import AppState, StoreFailed, build_server, load_settings, open_state
 from memory_bridge.stores import DocMetadata
-from memory_bridge.tools._state import AppState
 
 from .. import hop_corpus
 from ..bridges import stdio_params

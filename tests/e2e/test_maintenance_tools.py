@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memory_bridge import build_server, load_settings, open_state
-from memory_bridge.core._recall import RecallStamper
+from memory_bridge import AppState, build_server, load_settings, open_state
+from memory_bridge.core import RecallStamper
 from memory_bridge.search import LazyEmbedder, lazy_minilm
 from memory_bridge.stores import KnowledgeStore
 from memory_bridge.tools import _knowledge as knowledge_tools
-from memory_bridge.tools._state import AppState
 
 from ..bridges import MODEL_CACHE
 from ..contract.test_knowledge_store import dify_store, real_dify_store

@@ -11,8 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 
-from memory_bridge.tools._entries import ENTRY_TOOLS
-from memory_bridge.tools._knowledge import KNOWLEDGE_TOOLS
+from memory_bridge import ENTRY_TOOLS, KNOWLEDGE_TOOLS
 
 from ..bridges import HttpBridge, http_bridge
 

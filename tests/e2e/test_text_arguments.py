@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memory_bridge import build_server, load_settings, open_state
-from memory_bridge.tools._state import AppState
+from memory_bridge import AppState, build_server, load_settings, open_state
 
 pytestmark = pytest.mark.anyio
 

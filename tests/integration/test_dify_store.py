@@ -12,12 +12,15 @@ import httpx
 import pytest
 
 from memory_bridge import AccessDenied, InvalidInput, NotFound, StoreFailed, StoreUnavailable
-from memory_bridge.stores import DocMetadata, KnowledgeFilter
-from memory_bridge.stores._relevance import calibration
-from memory_bridge.stores.dify import DurableKnowledgeStore, Outbox, onboard
-from memory_bridge.stores.dify._client import DifyClient
-from memory_bridge.stores.dify._outbox import MAX_REJECTIONS
-from memory_bridge.stores.dify._store import DifyKnowledgeStore
+from memory_bridge.stores import DocMetadata, KnowledgeFilter, calibration
+from memory_bridge.stores.dify import (
+    MAX_REJECTIONS,
+    DifyClient,
+    DifyKnowledgeStore,
+    DurableKnowledgeStore,
+    Outbox,
+    onboard,
+)
 
 from ..emulators.dify.app import create_app
 

@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from memory_bridge.stores import DocMetadata
-from memory_bridge.stores.dify import DurableKnowledgeStore, Outbox, onboard
-from memory_bridge.stores.dify._store import DifyKnowledgeStore
+from memory_bridge.stores.dify import DifyKnowledgeStore, DurableKnowledgeStore, Outbox, onboard
 
 from ..real_dify import RealDify, console, delete_datasets, unique_prefix
 

@@ -19,10 +19,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from memory_bridge import build_server, load_settings, open_state
+from memory_bridge import AppState, build_server, load_settings, open_state
 from memory_bridge.stores import unversioned
 from memory_bridge.stores.dify import DurableKnowledgeStore
-from memory_bridge.tools._state import AppState
 
 from ..real_dify import RealDify, delete_datasets, unique_prefix
 

@@ -16,8 +16,8 @@ import valkey
 from mcp import Client
 
 from memory_bridge import AccessDenied, EntryWrite, StoreUnavailable
-from memory_bridge.core import _entries as ops
-from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+from memory_bridge import core as ops
+from memory_bridge.stores.valkey import ValkeyEntryStore
 
 from ..bridges import HttpBridge, free_port, http_bridge
 from ..servers import RunningServer, redis_server_binary, run_server, valkey_server_binary

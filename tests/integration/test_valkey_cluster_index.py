@@ -21,7 +21,7 @@ from valkey.cluster import ClusterNode, ValkeyCluster
 
 from memory_bridge.stores import EntryFilter
 from memory_bridge.stores._query import query_terms
-from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+from memory_bridge.stores.valkey import ValkeyEntryStore
 from memory_bridge.stores.valkey._keys import SHARDS
 from memory_bridge.stores.valkey._rank import count_stats, matches, score, weights
 

@@ -18,9 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_bridge.stores import Entry, EntryFilter, EntryRecord, EntryWrite
-from memory_bridge.stores._base import EntryPage
-from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+from memory_bridge.stores import Entry, EntryFilter, EntryPage, EntryRecord, EntryWrite
+from memory_bridge.stores.valkey import ValkeyEntryStore
 
 from ..servers import RunningServer, redis_server_binary, run_server, valkey_server_binary
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from memory_bridge.stores import EntryFilter, EntryWrite
-from memory_bridge.stores.valkey._entries import ValkeyEntryStore
+from memory_bridge.stores.valkey import ValkeyEntryStore
 
 from ..servers import RunningCluster, RunningServer, run_cluster, run_server, valkey_server_binary
 from .test_valkey_index import Clock, page, put

@@ -16,7 +16,7 @@ from memctl.operations import _maintain
 from memory_bridge import Settings
 from memory_bridge.search import lazy_minilm
 from memory_bridge.stores import KnowledgeStore, open_knowledge_store
-from memory_bridge.stores.dify._store import DifyKnowledgeStore
+from memory_bridge.stores.dify import DifyKnowledgeStore
 
 from ..bridges import MODEL_CACHE
 from ..emulators.dify.app import create_app

@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from memory_bridge import core as ops
 from memory_bridge import load_settings
-from memory_bridge.core import _entries as ops
 from memory_bridge.stores import open_entry_store
 
 from ..day2.conftest import clean_environment, memctl

@@ -43,6 +43,12 @@ _LAZY = {
     "rollback_item": "._items",
     "save_item": "._items",
     "search_items": "._items",
+    "DocumentItemVersion": "._item_results",
+    "EntryItemVersion": "._item_results",
+    "ItemHistory": "._item_results",
+    "ItemRollback": "._item_results",
+    "ItemSearchResult": "._item_results",
+    "Lesson": "._item_results",
     "CreateOutcome": "._item_writes",
     "create_item": "._item_writes",
     "preview_save": "._item_writes",
@@ -53,6 +59,15 @@ _LAZY = {
     "save_to_dataset": "._knowledge",
     "slugify": "._knowledge",
     "redact": "._redact",
+    "delete_entry": "._entries",
+    "entry_history": "._entries",
+    "get_entry": "._entries",
+    "list_entries": "._entries",
+    "prune_candidates": "._entries",
+    "rollback_entry": "._entries",
+    "search_entries": "._entries",
+    "set_entry": "._entries",
+    "RecallStamper": "._recall",
 }
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
@@ -65,8 +80,26 @@ if _typing.TYPE_CHECKING:
         locate_document,
         rollback_document,
     )
+    from ._entries import (
+        delete_entry,
+        entry_history,
+        get_entry,
+        list_entries,
+        prune_candidates,
+        rollback_entry,
+        search_entries,
+        set_entry,
+    )
     from ._freshness import Freshness
     from ._item_history import HistoryTarget, deleted_entries, history_of, history_target, rollback_to
+    from ._item_results import (
+        DocumentItemVersion,
+        EntryItemVersion,
+        ItemHistory,
+        ItemRollback,
+        ItemSearchResult,
+        Lesson,
+    )
     from ._item_writes import CreateOutcome, create_item, preview_save
     from ._items import (
         CUT_MARK,
@@ -86,6 +119,7 @@ if _typing.TYPE_CHECKING:
         search_items,
     )
     from ._knowledge import ATOM_TYPES, KnowledgeContext, lesson_name, nothing_found, save_to_dataset, slugify
+    from ._recall import RecallStamper
     from ._redact import redact
     from ._results import Finding
 else:
@@ -97,39 +131,54 @@ __all__ = [
     "CUT_MARK",
     "CreateOutcome",
     "DocumentItem",
+    "DocumentItemVersion",
     "EntryItem",
+    "EntryItemVersion",
     "Finding",
     "Freshness",
     "HistoryTarget",
     "Item",
+    "ItemHistory",
+    "ItemRollback",
+    "ItemSearchResult",
     "ItemStores",
     "KnowledgeContext",
+    "Lesson",
+    "RecallStamper",
     "SaveOutcome",
     "audit_memory",
     "content_digest",
     "create_item",
+    "delete_entry",
     "deleted_documents",
     "deleted_entries",
     "document_history",
     "document_history_with_diffs",
+    "entry_history",
     "find_item",
     "forget_item",
+    "get_entry",
     "history_of",
     "history_target",
     "item_versions",
     "iter_items",
     "lesson_name",
+    "list_entries",
     "list_lessons",
     "locate_document",
     "nothing_found",
     "preview_save",
+    "prune_candidates",
     "redact",
     "retire",
     "rollback_document",
+    "rollback_entry",
     "rollback_item",
     "rollback_to",
     "save_item",
     "save_to_dataset",
+    "search_entries",
     "search_items",
+    "set_entry",
     "slugify",
 ]

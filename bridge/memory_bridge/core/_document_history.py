@@ -10,14 +10,15 @@ from __future__ import annotations
 import difflib
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from .._errors import InvalidInput, NotFound, StoreFailed
 from ..stores._knowledge import KnowledgeStore
 from ..stores._version_log import DocumentVersion
 from ..stores._versioned import VersionedKnowledgeStore
+from ._item_results import DeletedDocument, DocumentItemHistory, DocumentItemVersion
 from ._knowledge import resolve_slot
-from ._results import DocumentHistoryResult, DocumentRollbackResult, DocumentVersionModel
+from ._results import DocumentHistoryResult, DocumentRollbackResult, DocumentVersionModel, Metadata
 
 __all__ = [
     "deleted_documents",
@@ -25,6 +26,7 @@ __all__ = [
     "document_history_with_diffs",
     "locate_document",
     "rollback_document",
+    "version_model",
     "versioned",
 ]
 
@@ -70,23 +72,27 @@ async def locate_document(
     return found
 
 
-def version_json(v: DocumentVersion, *, with_text: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "version": v.version,
-        "documentId": v.document_id,
-        "change": v.change,
-        "deleted": v.deleted,
-        "at": iso(v.at),
-        "cause": v.cause,
-        "operation_id": v.operation_id,
-        "restored_from": v.restored_from,
-        "enabled": v.state.enabled,
-        "metadata": v.state.metadata.to_dict(),
-        "marks": dict(v.state.marks),
-    }
-    if with_text:
-        out["text"] = v.state.text
-    return out
+V = TypeVar("V", bound=DocumentVersionModel)
+
+
+def version_model(model: type[V], v: DocumentVersion, **more: Any) -> V:
+    """A version as `document_history` answers it (its text not fenced yet), as `model`
+    with its `more` fields."""
+    return model(
+        version=v.version,
+        documentId=v.document_id,
+        change=v.change,
+        deleted=v.deleted,
+        at=iso(v.at),
+        cause=v.cause,
+        operation_id=v.operation_id,
+        restored_from=v.restored_from,
+        enabled=v.state.enabled,
+        metadata=Metadata.of(v.state.metadata),
+        marks=dict(v.state.marks),
+        text=v.state.text,
+        **more,
+    )
 
 
 def _version_lines(v: DocumentVersion | None) -> list[str]:
@@ -109,47 +115,59 @@ def diff(older: DocumentVersion | None, newer: DocumentVersion) -> str:
     return "\n".join(lines)
 
 
-async def _history(
+async def _page(
     store: KnowledgeStore, slot: str, name: str, limit: int, before: int | None
-) -> tuple[DocumentHistoryResult, list[DocumentVersion]]:
-    """The history page, and the versions read for it (one more than shown, when there is
-    one: the last shown version's diff starts from it)."""
+) -> tuple[list[DocumentVersion], DocumentVersion, int | None]:
+    """The versions a history page reads (one more than `limit` when there is one: the last
+    shown version's diff starts from it), the document's newest version, and the `before`
+    that asks for the next page (None on the last)."""
     log = versioned(store)
     versions = await log.history(slot, name, limit=limit + 1, before=before)
     if not versions:
         raise NotFound(f"document {slot}/{name} has no recorded versions", operation="history")
     newest = versions[0] if before is None else (await log.log.latest(slot, name) or versions[0])
-    shown = versions[:limit]
-    result = DocumentHistoryResult(
-        slot=slot,
-        name=name,
-        latest_version=newest.version,
-        deleted=newest.deleted,
-        count=len(shown),
-        versions=[DocumentVersionModel.model_validate(version_json(v)) for v in shown],
-        next_before=shown[-1].version if len(versions) > limit else None,
-    )
-    return result, versions
+    return versions, newest, versions[limit - 1].version if len(versions) > limit else None
 
 
 async def document_history(
     store: KnowledgeStore, slot: str, name: str, *, limit: int, before: int | None = None
 ) -> DocumentHistoryResult:
     """A document's versions, newest first: `limit` of them, older than `before` if given."""
-    result, _ = await _history(store, slot, name, limit, before)
-    return result
+    versions, newest, next_before = await _page(store, slot, name, limit, before)
+    shown = versions[:limit]
+    return DocumentHistoryResult(
+        slot=slot,
+        name=name,
+        latest_version=newest.version,
+        deleted=newest.deleted,
+        count=len(shown),
+        versions=[version_model(DocumentVersionModel, v) for v in shown],
+        next_before=next_before,
+    )
 
 
 async def document_history_with_diffs(
     store: KnowledgeStore, slot: str, name: str, *, limit: int
-) -> dict[str, Any]:
-    """The newest `limit` versions as plain data, each with the unified diff from the
-    version before it (what `memctl history` and the web view show)."""
-    result, versions = await _history(store, slot, name, limit, None)
-    found: dict[str, Any] = result.model_dump()
-    for index, item in enumerate(found["versions"]):
-        item["diff"] = diff(versions[index + 1] if index + 1 < len(versions) else None, versions[index])
-    return found
+) -> DocumentItemHistory:
+    """The newest `limit` versions, each with the unified diff from the version before it
+    (what `memctl history` and the web view show)."""
+    versions, newest, next_before = await _page(store, slot, name, limit, None)
+    older = [*versions[1:], None]
+    shown = [
+        version_model(DocumentItemVersion, v, diff=diff(before, v))
+        for v, before in zip(versions[:limit], older, strict=False)
+    ]
+    return DocumentItemHistory(
+        ref=f"{slot}/{name}",
+        kind="document",
+        slot=slot,
+        name=name,
+        latest_version=newest.version,
+        deleted=newest.deleted,
+        count=len(shown),
+        versions=shown,
+        next_before=next_before,
+    )
 
 
 async def rollback_document(
@@ -169,9 +187,23 @@ async def rollback_document(
     )
 
 
-async def deleted_documents(store: KnowledgeStore, slot: str | None = None) -> list[dict[str, Any]]:
+async def deleted_documents(store: KnowledgeStore, slot: str | None = None) -> list[DeletedDocument]:
     """Documents deleted and not brought back, newest deletion first."""
     return [
-        {"slot": v.slot, "name": v.name, **version_json(v, with_text=False)}
+        DeletedDocument(
+            slot=v.slot,
+            name=v.name,
+            version=v.version,
+            documentId=v.document_id,
+            change=v.change,
+            deleted=v.deleted,
+            at=iso(v.at),
+            cause=v.cause,
+            operation_id=v.operation_id,
+            restored_from=v.restored_from,
+            enabled=v.state.enabled,
+            metadata=Metadata.of(v.state.metadata),
+            marks=dict(v.state.marks),
+        )
         for v in await versioned(store).deleted(slot)
     ]

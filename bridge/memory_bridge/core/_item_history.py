@@ -21,6 +21,15 @@ from ._document_history import (
     rollback_document,
     versioned,
 )
+from ._item_results import (
+    DeletedEntry,
+    DocumentItemRollback,
+    EntryItemHistory,
+    EntryItemRollback,
+    EntryItemVersion,
+    ItemHistory,
+    ItemRollback,
+)
 from ._items import DocumentItem, EntryItem, ItemStores, find_item, only_one
 
 __all__ = ["HistoryTarget", "deleted_entries", "history_of", "history_target", "rollback_to"]
@@ -58,9 +67,9 @@ async def _deleted_document(stores: ItemStores, ref: str) -> list[HistoryTarget]
     if sep and await log.log.latest(slot, name) is not None:
         found.append(HistoryTarget("document", slot=slot, name=name))
     found += [
-        HistoryTarget("document", slot=d["slot"], name=d["name"])
+        HistoryTarget("document", slot=d.slot, name=d.name)
         for d in await deleted_documents(stores.knowledge)
-        if d["name"] == ref
+        if d.name == ref
     ]
     return found
 
@@ -98,27 +107,30 @@ def _entry_lines(snapshot: Mapping[str, Any] | None) -> list[str]:
     return [*head, "", *str(snapshot.get("body", "")).splitlines()]
 
 
-def _entry_version(snapshot: Mapping[str, Any], older: Mapping[str, Any] | None) -> dict[str, Any]:
+def _entry_version(snapshot: Mapping[str, Any], older: Mapping[str, Any] | None) -> EntryItemVersion:
     before = f"version {older.get('rev')}" if older is not None else "(nothing)"
     diff = difflib.unified_diff(
         _entry_lines(older), _entry_lines(snapshot), before, f"version {snapshot.get('rev')}", lineterm=""
     )
-    return {
-        "version": int(snapshot.get("rev") or 0),
-        "change": str(snapshot.get("operation", "")),
-        "deleted": snapshot.get("operation") == "deleted",
-        "at": str(snapshot.get("updated", "")),
-        **{key: snapshot.get(key) for key in _ENTRY_FIELDS},
-        "body": str(snapshot.get("body", "")),
-        "diff": "\n".join(diff),
-    }
+    return EntryItemVersion(
+        version=int(snapshot.get("rev") or 0),
+        change=str(snapshot.get("operation", "")),
+        deleted=snapshot.get("operation") == "deleted",
+        at=str(snapshot.get("updated", "")),
+        title=snapshot.get("title"),
+        type=snapshot.get("type"),
+        tags=snapshot.get("tags"),
+        source=snapshot.get("source"),
+        project=snapshot.get("project"),
+        body=str(snapshot.get("body", "")),
+        diff="\n".join(diff),
+    )
 
 
-async def history_of(stores: ItemStores, target: HistoryTarget, *, limit: int) -> dict[str, Any]:
+async def history_of(stores: ItemStores, target: HistoryTarget, *, limit: int) -> ItemHistory:
     """The item's versions, newest first, each with its diff from the version before."""
     if target.kind == "document":
-        found = await document_history_with_diffs(stores.knowledge, target.slot, target.name, limit=limit)
-        return {"ref": target.ref, "kind": "document", **found}
+        return await document_history_with_diffs(stores.knowledge, target.slot, target.name, limit=limit)
     snapshots = [s for s in await stores.entries.history(target.id, limit + 1) if "rev" in s]
     if not snapshots:
         raise NotFound(f"entry {target.id} has no recorded versions", operation="history")
@@ -126,27 +138,37 @@ async def history_of(stores: ItemStores, target: HistoryTarget, *, limit: int) -
         _entry_version(s, snapshots[i + 1] if i + 1 < len(snapshots) else None)
         for i, s in enumerate(snapshots[:limit])
     ]
-    return {
-        "ref": target.ref,
-        "kind": "entry",
-        "id": target.id,
-        "latest_version": versions[0]["version"],
-        "deleted": versions[0]["deleted"],
-        "count": len(versions),
-        "versions": versions,
-    }
+    return EntryItemHistory(
+        ref=target.ref,
+        kind="entry",
+        id=target.id,
+        latest_version=versions[0].version,
+        deleted=versions[0].deleted,
+        count=len(versions),
+        versions=versions,
+    )
 
 
 async def rollback_to(
     stores: ItemStores, target: HistoryTarget, version: int, *, expected_version: int | None
-) -> dict[str, Any]:
+) -> ItemRollback:
     """Bring `version` back as the item's newest version (undeleting it if deleted); with
     `expected_version`, only if the newest version is still that one."""
     if target.kind == "document":
         done = await rollback_document(
             stores.knowledge, target.slot, target.name, version, expected_version=expected_version
         )
-        return {"ref": target.ref, "kind": "document", **done.model_dump()}
+        return DocumentItemRollback(
+            ref=target.ref,
+            kind="document",
+            ok=done.ok,
+            slot=done.slot,
+            name=done.name,
+            documentId=done.documentId,
+            version=done.version,
+            restored_from=done.restored_from,
+            undeleted=done.undeleted,
+        )
     snapshots = [s for s in await stores.entries.history(target.id, _ENTRY_DEPTH) if "rev" in s]
     if not snapshots:
         raise NotFound(f"entry {target.id} has no recorded versions", operation="rollback")
@@ -166,21 +188,20 @@ async def rollback_to(
             "version", f"version {version} of entry {target.id} is its deletion; pick one before it"
         )
     outcome = await stores.entries.rollback(target.id, index)
-    return {
-        "ref": target.ref,
-        "kind": "entry",
-        "ok": True,
-        "id": target.id,
-        "version": outcome.revision,
-        "restored_from": version,
-        "undeleted": snapshots[0].get("operation") == "deleted",
-    }
+    return EntryItemRollback(
+        ref=target.ref,
+        kind="entry",
+        ok=True,
+        id=target.id,
+        version=outcome.revision,
+        restored_from=version,
+        undeleted=snapshots[0].get("operation") == "deleted",
+    )
 
 
-async def deleted_entries(stores: ItemStores) -> list[dict[str, Any]]:
-    """Entries deleted and not brought back, newest deletion first: `id`, `title`, `at`
-    (when deleted) and `version` (the deletion's)."""
-    found: list[dict[str, Any]] = []
+async def deleted_entries(stores: ItemStores) -> list[DeletedEntry]:
+    """Entries deleted and not brought back, newest deletion first."""
+    found: list[DeletedEntry] = []
     async for batch in stores.entries.export_records():
         for record in batch:
             if record.entry is not None or not record.history:
@@ -188,11 +209,11 @@ async def deleted_entries(stores: ItemStores) -> list[dict[str, Any]]:
             newest = json.loads(record.history[0])
             if newest.get("operation") == "deleted" and "rev" in newest:
                 found.append(
-                    {
-                        "id": record.id,
-                        "title": str(newest.get("title", "")),
-                        "at": str(newest.get("updated", "")),
-                        "version": int(newest["rev"]),
-                    }
+                    DeletedEntry(
+                        id=record.id,
+                        title=str(newest.get("title", "")),
+                        at=str(newest.get("updated", "")),
+                        version=int(newest["rev"]),
+                    )
                 )
-    return sorted(found, key=lambda e: e["at"], reverse=True)
+    return sorted(found, key=lambda e: e.at, reverse=True)

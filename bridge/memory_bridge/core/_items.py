@@ -27,6 +27,7 @@ from ..stores._relevance import Evidence, calibration, coverage
 from ._entries import set_entry
 from ._fields import Body, EntryType, ProjectName, Source, Tags, Title
 from ._freshness import Freshness, rerank
+from ._item_results import EntryRevision, ForgetResult, ItemHit, ItemSearchResult, Lesson
 from ._redact import redact
 from ._redact_fields import redact_metadata
 
@@ -248,7 +249,7 @@ async def search_items(
     limit: int = 20,
     threshold: float | None = None,
     best_effort: bool = False,
-) -> dict[str, Any]:
+) -> ItemSearchResult:
     """Entries and documents of this project matching `query`, ranked together by
     calibrated relevance (0..1, `stores._relevance`).
 
@@ -262,7 +263,7 @@ async def search_items(
         raise InvalidInput("query", "must not be empty")
     applied = stores.threshold if threshold is None else threshold
     tag_tuple = tuple(dict.fromkeys(tags or ()))
-    found_hits: list[dict[str, Any]] = []
+    found_hits: list[tuple[ItemHit, bool | None]] = []  # each hit, and whether it is relevant if known
     degraded: list[str] = []
     if not slots:
         page = await stores.entries.search(
@@ -273,20 +274,19 @@ async def search_items(
         texts = [(entry.title, " ".join([*entry.tags, entry.body])) for entry in page.entries]
         shares = await anyio.to_thread.run_sync(coverage, query, texts)
         for rank, (entry, share) in enumerate(zip(page.entries, shares, strict=True), 1):
-            found_hits.append(
-                {
-                    "kind": "entry",
-                    "ref": f"entry:{entry.id}",
-                    "where": f"entry {entry.id}",
-                    "id": entry.id,
-                    "name": entry.title,
-                    "type": entry.type,
-                    "tags": list(entry.tags),
-                    "snippet": entry.body[:200],
-                    "rank": rank,
-                    "score": calibration().score("keyword", Evidence(coverage=share)),
-                }
+            hit = ItemHit(
+                kind="entry",
+                ref=f"entry:{entry.id}",
+                where=f"entry {entry.id}",
+                id=entry.id,
+                name=entry.title,
+                type=entry.type,
+                tags=list(entry.tags),
+                snippet=entry.body[:200],
+                rank=rank,
+                score=calibration().score("keyword", Evidence(coverage=share)),
             )
+            found_hits.append((hit, None))
     known = [s.name for s in await stores.knowledge.list_slots()]
     unknown = [s for s in slots or () if s not in known]
     if unknown:
@@ -299,34 +299,31 @@ async def search_items(
         degraded.append(f"knowledge: {found.degraded}")
     relevance = {doc.document_id: doc.score for doc in found.hits}  # before age and use re-score them
     for rank, doc in enumerate(rerank(found.hits, stores.freshness, time.time())[:limit], 1):
-        found_hits.append(
-            {
-                "kind": "document",
-                "ref": f"doc:{doc.document_id}",
-                "where": f"{doc.slot}/{doc.document_name}",
-                "id": doc.document_id,
-                "slot": doc.slot,
-                "name": doc.document_name,
-                "type": doc.metadata.atom_type,
-                "tags": list(doc.metadata.tags),
-                "snippet": doc.content[:200],
-                "rank": rank,
-                "score": doc.score,
-                "relevant": relevance[doc.document_id] >= applied,
-            }
+        hit = ItemHit(
+            kind="document",
+            ref=f"doc:{doc.document_id}",
+            where=f"{doc.slot}/{doc.document_name}",
+            id=doc.document_id,
+            slot=doc.slot,
+            name=doc.document_name,
+            type=doc.metadata.atom_type,
+            tags=list(doc.metadata.tags),
+            snippet=doc.content[:200],
+            rank=rank,
+            score=doc.score,
         )
-    for hit in found_hits:
-        hit.setdefault("relevant", hit["score"] >= applied)
-    kept = [hit for hit in found_hits if best_effort or hit["relevant"]]
-    kept.sort(key=lambda hit: -hit["score"])  # stable: at equal score, entries first
-    hits = []
-    for hit in kept[:limit]:
-        relevant = hit.pop("relevant")
-        hits.append(hit if relevant else {**hit, "best_effort": True})
-    result: dict[str, Any] = {"query": query, "count": len(hits), "threshold": applied, "hits": hits}
+        found_hits.append((hit, relevance[doc.document_id] >= applied))
+    judged = [(hit, hit.score >= applied if relevant is None else relevant) for hit, relevant in found_hits]
+    kept = [(hit, relevant) for hit, relevant in judged if best_effort or relevant]
+    kept.sort(key=lambda pair: -pair[0].score)  # stable: at equal score, entries first
+    hits = [hit for hit, _ in kept[:limit]]
+    for hit, relevant in kept[:limit]:
+        if not relevant:
+            hit.best_effort = True
+    result = ItemSearchResult(query=query, count=len(hits), threshold=applied, hits=hits, degraded=degraded)
     if best_effort:
-        result["best_effort"] = True
-    return {**result, "degraded": degraded}
+        result.best_effort = True
+    return result
 
 
 # -- history ---------------------------------------------------------------------------------
@@ -340,11 +337,11 @@ def _version_text(snapshot: Mapping[str, Any]) -> list[str]:
     return [*head, "", *str(snapshot.get("body", "")).splitlines()]
 
 
-async def item_versions(stores: ItemStores, id: str, limit: int) -> list[dict[str, Any]]:
+async def item_versions(stores: ItemStores, id: str, limit: int) -> list[EntryRevision]:
     """An entry's last `limit` versions, newest first, each with the unified diff from the
     version before it (the oldest one shown against nothing)."""
     versions = await stores.entries.history(id, limit + 1)  # one more: the last diff's base
-    out: list[dict[str, Any]] = []
+    out: list[EntryRevision] = []
     for index, version in enumerate(versions[:limit]):
         older = versions[index + 1] if index + 1 < len(versions) else None
         before = _version_text(older) if older is not None else []
@@ -353,13 +350,13 @@ async def item_versions(stores: ItemStores, id: str, limit: int) -> list[dict[st
             before, _version_text(version), label_before, f"revision {version.get('rev')}", lineterm=""
         )
         out.append(
-            {
-                "index": version.get("index", index),
-                "revision": version.get("rev"),
-                "operation": version.get("operation"),
-                "updated": version.get("updated"),
-                "diff": "\n".join(diff),
-            }
+            EntryRevision(
+                index=version.get("index", index),
+                revision=version.get("rev"),
+                operation=version.get("operation"),
+                updated=version.get("updated"),
+                diff="\n".join(diff),
+            )
         )
     return out
 
@@ -503,7 +500,7 @@ async def rollback_item(
     return await save_item(stores, item, content, base_digest=base_digest, base_revision=base_revision)
 
 
-async def forget_item(stores: ItemStores, item: Item, *, disable: bool = False) -> dict[str, Any]:
+async def forget_item(stores: ItemStores, item: Item, *, disable: bool = False) -> ForgetResult:
     """Delete an entry (its history keeps a tombstone) or delete or disable a document."""
     if isinstance(item, EntryItem):
         if disable:
@@ -511,7 +508,7 @@ async def forget_item(stores: ItemStores, item: Item, *, disable: bool = False) 
         outcome = await stores.entries.delete(item.entry.id)
         if outcome is None:
             raise NotFound(f"entry {item.entry.id} is already gone", operation="forget")
-        return {"ref": item.ref, "action": "deleted", "revision": outcome.revision}
+        return ForgetResult(ref=item.ref, action="deleted", revision=outcome.revision)
     doc = item.document
     if disable:
         done = await stores.knowledge.set_enabled(doc.slot, doc.id, False)
@@ -519,7 +516,7 @@ async def forget_item(stores: ItemStores, item: Item, *, disable: bool = False) 
         done = await stores.knowledge.delete(doc.slot, doc.id)
     if not done:
         raise NotFound(f"document {doc.slot}/{doc.name} is already gone", operation="forget")
-    return {"ref": item.ref, "action": "disabled" if disable else "deleted"}
+    return ForgetResult(ref=item.ref, action="disabled" if disable else "deleted")
 
 
 # -- listing ---------------------------------------------------------------------------------
@@ -549,7 +546,7 @@ async def iter_items(stores: ItemStores) -> AsyncIterator[list[Item]]:
 
 async def list_lessons(
     stores: ItemStores, *, pattern: str | None = None, sort: Literal["recall", "recent"] = "recall"
-) -> list[dict[str, Any]]:
+) -> list[Lesson]:
     """This project's lessons (the self_improvement slot), with their error pattern.
 
     Recall count and last recall (epoch seconds, None if never) come from recall stamping.
@@ -559,7 +556,7 @@ async def list_lessons(
     if _LESSON_SLOT not in names:
         return []
     needle = (pattern or "").lower()
-    lessons: list[dict[str, Any]] = []
+    lessons: list[Lesson] = []
     async for docs in _slot_documents(stores.knowledge, _LESSON_SLOT):
         for d in docs:
             meta = d.metadata
@@ -568,19 +565,19 @@ async def list_lessons(
             if needle and needle not in meta.error_pattern.lower():
                 continue
             lessons.append(
-                {
-                    "ref": f"doc:{d.id}",
-                    "name": d.name,
-                    "error_pattern": meta.error_pattern,
-                    "project_module": meta.project_module,
-                    "enabled": d.enabled,
-                    "updated_at": d.updated_at,
-                    "recall_count": d.recall_count,
-                    "last_recalled": d.last_recalled_at,
-                }
+                Lesson(
+                    ref=f"doc:{d.id}",
+                    name=d.name,
+                    error_pattern=meta.error_pattern,
+                    project_module=meta.project_module,
+                    enabled=d.enabled,
+                    updated_at=d.updated_at,
+                    recall_count=d.recall_count,
+                    last_recalled=d.last_recalled_at,
+                )
             )
     if sort == "recent":
-        lessons.sort(key=lambda x: (x["last_recalled"] or 0, x["updated_at"]), reverse=True)
+        lessons.sort(key=lambda x: (x.last_recalled or 0, x.updated_at), reverse=True)
     else:
-        lessons.sort(key=lambda x: (-(x["recall_count"] or 0), x["error_pattern"], x["name"]))
+        lessons.sort(key=lambda x: (-(x.recall_count or 0), x.error_pattern, x.name))
     return lessons

@@ -1,5 +1,6 @@
-"""The stores: the entry and knowledge store protocols, their value types, and opening a store
-from its URL. Adapter specifics are in `memory_bridge.stores.sqlite` and `.dify`.
+"""The stores: the entry and knowledge store protocols, their value types, opening a store from
+its URL, and the calibration that turns a hit's evidence into relevance (`calibration`).
+Adapter specifics are in `memory_bridge.stores.sqlite`, `.valkey` and `.dify`.
 
 Names load on first use, so asking for a protocol does not import every adapter."""
 
@@ -29,12 +30,24 @@ _LAZY = {
     "open_knowledge_store": "._url",
     "open_stores": "._url",
     "sqlite_path": "._url",
+    "EntryPage": "._base",
+    "SearchHit": "._knowledge",
+    "calibration": "._relevance",
 }
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
 if _typing.TYPE_CHECKING:
-    from ._base import Entry, EntryFilter, EntryRecord, EntryStore, EntryWrite
-    from ._knowledge import DocMetadata, Document, KnowledgeFilter, KnowledgeStore, SearchMode, SearchPage
+    from ._base import Entry, EntryFilter, EntryPage, EntryRecord, EntryStore, EntryWrite
+    from ._knowledge import (
+        DocMetadata,
+        Document,
+        KnowledgeFilter,
+        KnowledgeStore,
+        SearchHit,
+        SearchMode,
+        SearchPage,
+    )
+    from ._relevance import calibration
     from ._url import (
         dify_outbox_path,
         document_versions_path,
@@ -54,14 +67,17 @@ __all__ = [
     "Document",
     "Entry",
     "EntryFilter",
+    "EntryPage",
     "EntryRecord",
     "EntryStore",
     "EntryWrite",
     "KnowledgeFilter",
     "KnowledgeStore",
+    "SearchHit",
     "SearchMode",
     "SearchPage",
     "VersionedKnowledgeStore",
+    "calibration",
     "dify_outbox_path",
     "document_versions_path",
     "entry_store_scheme",

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import click
 from rich.text import Text
 
 from memory_bridge import ConfigError
-from memory_bridge.core import HistoryTarget, history_of, history_target, rollback_to
+from memory_bridge.core import (
+    DocumentItemVersion,
+    EntryItemVersion,
+    HistoryTarget,
+    ItemHistory,
+    ItemRollback,
+    history_of,
+    history_target,
+    rollback_to,
+)
 
 from ..operations._lookup import item_stores
 from ..provision._project import provisioned_settings
@@ -24,10 +32,12 @@ from ._options import project_option
 from ._output import console, emit_json, json_option
 
 
-def _describe(version: dict[str, Any]) -> str:
-    cause = f" by {version['cause']}" if version.get("cause") else ""
-    restored = f" (from version {version['restored_from']})" if version.get("restored_from") else ""
-    return f"version {version['version']}: {version['change']}{restored} at {version['at']}{cause}"
+def _describe(version: EntryItemVersion | DocumentItemVersion) -> str:
+    cause = restored = ""
+    if isinstance(version, DocumentItemVersion):  # an entry's versions record no cause
+        cause = f" by {version.cause}" if version.cause else ""
+        restored = f" (from version {version.restored_from})" if version.restored_from else ""
+    return f"version {version.version}: {version.change}{restored} at {version.at}{cause}"
 
 
 @click.command()
@@ -56,21 +66,19 @@ def history(ref: str, limit: int, project: Path | None, as_json: bool) -> None:
     """
     settings = provisioned_settings(project)
 
-    async def load() -> dict[str, Any]:
+    async def load() -> ItemHistory:
         async with item_stores(settings) as stores:
             return await history_of(stores, await history_target(stores, ref), limit=limit)
 
     found = anyio.run(load)
     if as_json:
-        emit_json(found)
+        emit_json(found.model_dump())
         return
-    state = "deleted" if found["deleted"] else "live"
-    console.print(
-        Text(f"{found['ref']} ({found['kind']}, {state}, newest version {found['latest_version']})")
-    )
-    for version in found["versions"]:
+    state = "deleted" if found.deleted else "live"
+    console.print(Text(f"{found.ref} ({found.kind}, {state}, newest version {found.latest_version})"))
+    for version in found.versions:
         console.print(Text(_describe(version), style="bold"))
-        console.print(Text(version["diff"] or "(no change in content)"))
+        console.print(Text(version.diff or "(no change in content)"))
         console.print()
 
 
@@ -95,7 +103,7 @@ def rollback(ref: str, version: int, yes: bool, project: Path | None, as_json: b
     """
     settings = provisioned_settings(project)
 
-    async def look() -> tuple[HistoryTarget, dict[str, Any]]:
+    async def look() -> tuple[HistoryTarget, ItemHistory]:
         async with item_stores(settings) as stores:
             target = await history_target(stores, ref)
             return target, await history_of(stores, target, limit=1)
@@ -107,17 +115,17 @@ def rollback(ref: str, version: int, yes: bool, project: Path | None, as_json: b
                 f"not confirmed: pass --yes to roll {target.ref} back to version {version} without a "
                 "terminal to ask on"
             )
-        state = "deleted" if newest["deleted"] else f"at version {newest['latest_version']}"
+        state = "deleted" if newest.deleted else f"at version {newest.latest_version}"
         if not click.confirm(f"roll {target.ref} ({state}) back to version {version}?", default=False):
             raise ConfigError(f"not confirmed: {target.ref} was left as it is")
 
-    async def apply() -> dict[str, Any]:
+    async def apply() -> ItemRollback:
         async with item_stores(settings) as stores:
-            return await rollback_to(stores, target, version, expected_version=newest["latest_version"])
+            return await rollback_to(stores, target, version, expected_version=newest.latest_version)
 
     done = anyio.run(apply)
     if as_json:
-        emit_json(done)
+        emit_json(done.model_dump())
         return
-    back = " (it was deleted and is back)" if done["undeleted"] else ""
-    console.print(Text(f"{done['ref']}: version {version} restored as version {done['version']}{back}"))
+    back = " (it was deleted and is back)" if done.undeleted else ""
+    console.print(Text(f"{done.ref}: version {version} restored as version {done.version}{back}"))

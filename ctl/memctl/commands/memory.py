@@ -34,6 +34,7 @@ from memory_bridge import (
 from memory_bridge.core import (
     EntryItem,
     Item,
+    ItemSearchResult,
     ItemStores,
     SaveOutcome,
     content_digest,
@@ -79,7 +80,7 @@ def _item_json(item: Item) -> dict[str, Any]:
 # -- search ----------------------------------------------------------------------------------
 
 
-def _search_table(result: dict[str, Any]) -> Table:
+def _search_table(result: ItemSearchResult) -> Table:
     columns = (
         Column("score", whole=True),
         Column("ref"),
@@ -88,14 +89,14 @@ def _search_table(result: dict[str, Any]) -> Table:
     )
     rows = [
         (
-            f"{hit['score']:.2f}" + (" (best effort)" if hit.get("best_effort") else ""),
-            Text(short_ref(hit)),
-            Text(hit["name"]),
-            Text(hit["type"]),
+            f"{hit.score:.2f}" + (" (best effort)" if hit.best_effort else ""),
+            Text(short_ref(hit.model_dump())),
+            Text(hit.name),
+            Text(hit.type),
         )
-        for hit in result["hits"]
+        for hit in result.hits
     ]
-    return fitted_table(f"memctl search: {result['count']} hit(s) for {result['query']!r}", columns, rows)
+    return fitted_table(f"memctl search: {result.count} hit(s) for {result.query!r}", columns, rows)
 
 
 @click.command()
@@ -153,15 +154,16 @@ def search(
     )
     hint = (
         None
-        if result["hits"]
-        else nothing_found(result["threshold"], what="entry or document", flag="--best-effort")
+        if result.hits
+        else nothing_found(result.threshold, what="entry or document", flag="--best-effort")
     )
     if as_json:
-        hits = [{**hit, "short_ref": short_ref(hit)} for hit in result["hits"]]
-        emit_json({**result, "hits": hits, **({"hint": hint} if hint else {})})
+        found = result.model_dump()
+        hits = [{**hit, "short_ref": short_ref(hit)} for hit in found["hits"]]
+        emit_json({**found, "hits": hits, **({"hint": hint} if hint else {})})
         return
     console.print(_search_table(result) if hint is None else Text(hint))
-    for note in result["degraded"]:
+    for note in result.degraded:
         console.print(Text(f"degraded: {note}"))
 
 
@@ -199,7 +201,7 @@ def show(ref: str, history_limit: int, project: Path | None, as_json: bool) -> N
         item = await find_item(stores, ref)
         versions: list[dict[str, Any]] = []
         if isinstance(item, EntryItem) and history_limit:
-            versions = await item_versions(stores, item.entry.id, history_limit)
+            versions = [v.model_dump() for v in await item_versions(stores, item.entry.id, history_limit)]
         return item, [{**v, "updated": iso_time(v["updated"])} for v in versions]
 
     item, versions = _with_stores(settings, load)
@@ -384,9 +386,9 @@ def forget(ref: str, disable: bool, yes: bool, project: Path | None, as_json: bo
             raise ConfigError(f"not confirmed: {item.ref} was left as it is")
     done = _with_stores(settings, lambda s: forget_item(s, item, disable=disable))
     if as_json:
-        emit_json(done)
+        emit_json(done.model_dump())
     else:
-        console.print(Text(f"{short_ref(item.info())}: {done['action']}"))
+        console.print(Text(f"{short_ref(item.info())}: {done.action}"))
 
 
 # -- lessons ---------------------------------------------------------------------------------
@@ -418,7 +420,8 @@ def lessons(
       memctl lessons --pattern timeout --sort recent --json
     """
     settings = provisioned_settings(project)
-    found = _with_stores(settings, lambda s: list_lessons(s, pattern=pattern, sort=sort))
+    listed = _with_stores(settings, lambda s: list_lessons(s, pattern=pattern, sort=sort))
+    found = [lesson.model_dump() for lesson in listed]
     for lesson in found:
         lesson["updated_at"] = iso_time(lesson["updated_at"])
         lesson["last_recalled"] = iso_time(lesson["last_recalled"])

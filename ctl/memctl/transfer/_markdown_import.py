@@ -178,11 +178,11 @@ class _Import:
         if self.dry_run:
             return _report(path, item.ref, "deleted", "not in the folder any more")
         try:
-            done = await forget_item(self.stores, item)
+            action: str = (await forget_item(self.stores, item)).action
         except NotFound:
-            done = {"action": "already gone"}
+            action = "already gone"
         self.forget(path)
-        return _report(path, item.ref, "deleted", f"not in the folder any more: {done['action']}")
+        return _report(path, item.ref, "deleted", f"not in the folder any more: {action}")
 
     def forget(self, path: str) -> None:
         if self.manifest is not None and not self.dry_run:

@@ -3,7 +3,6 @@ into `memory_bridge.core`, the functions behind the MCP tools and the look-up co
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import quote, urlencode
 
 import anyio
@@ -14,6 +13,7 @@ from memory_bridge.core import (
     DocumentItem,
     EntryItem,
     HistoryTarget,
+    Lesson,
     SaveOutcome,
     content_digest,
     deleted_documents,
@@ -99,8 +99,8 @@ async def search(view: View) -> Response:
             limit=_PAGE,
             best_effort=best_effort,
         )
-        if not result["hits"]:
-            hint = nothing_found(result["threshold"], what="entry or document", flag="“best effort”")
+        if not result.hits:
+            hint = nothing_found(result.threshold, what="entry or document", flag="“best effort”")
     slots = [s.name for s in await view.items.knowledge.list_slots()]
     return view.page(
         "search.html.j2",
@@ -207,9 +207,9 @@ async def lessons(view: View) -> Response:
     found = await list_lessons(
         view.items, pattern=pattern or None, sort="recent" if sort == "recent" else "recall"
     )
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[Lesson]] = {}
     for lesson in found:
-        groups.setdefault(lesson["error_pattern"], []).append(lesson)
+        groups.setdefault(lesson.error_pattern, []).append(lesson)
     return view.page(
         "lessons.html.j2", groups=sorted(groups.items()), pattern=pattern, sort=sort, count=len(found)
     )
@@ -275,15 +275,15 @@ async def entry_restore(view: View) -> Response:
         version,
         expected_version=view.field_number("expected_version"),
     )
-    back = " (it was deleted and is back)" if done["undeleted"] else ""
-    note = f"entry:{id}: version {version} restored as version {done['version']}{back}"
+    back = " (it was deleted and is back)" if done.undeleted else ""
+    note = f"entry:{id}: version {version} restored as version {done.version}{back}"
     return _back(f"/entry/{quote(id, safe='')}", note)
 
 
 async def disable(view: View) -> Response:
     item = await _document(view, view.field("id"))
     done = await forget_item(view.items, item, disable=True)
-    return _back(f"/document/{quote(item.document.id, safe='')}", f"{done['ref']}: {done['action']}")
+    return _back(f"/document/{quote(item.document.id, safe='')}", f"{done.ref}: {done.action}")
 
 
 async def enable(view: View) -> Response:
@@ -303,7 +303,7 @@ async def delete(view: View) -> Response:
     if view.text("confirm") != "yes":
         raise InvalidInput("confirm", f"tick the box to confirm deleting {item.ref} ({item.label})")
     done = await forget_item(view.items, item)
-    return _back("/knowledge", f"{done['ref']} ({item.label}): {done['action']}", slot=item.document.slot)
+    return _back("/knowledge", f"{done.ref} ({item.label}): {done.action}", slot=item.document.slot)
 
 
 PAGES: dict[str, Handler] = {

@@ -15,6 +15,8 @@ PUBLIC_PACKAGES = [
     "memory_bridge.stores",
     "memory_bridge.stores.dify",
     "memory_bridge.stores.sqlite",
+    "memory_bridge.stores.valkey",
+    "memory_bridge.tools",
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from memctl.provision._inventory import Project
+from memctl.api.project import Project
 
 
 @pytest.mark.parametrize("workspace", ["/", "//", "~", "~/"])

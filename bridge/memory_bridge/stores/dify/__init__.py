@@ -1,4 +1,5 @@
-"""The Dify knowledge store: onboarding a Dify and the durable outbox in front of it.
+"""The Dify knowledge store, its API client, onboarding a Dify and the durable outbox in front
+of it (`MAX_REJECTIONS`: how often Dify may refuse a queued write before it is dead-lettered).
 
 Names load on first use, so a caller that never talks to Dify does not import httpx for it."""
 
@@ -12,14 +13,27 @@ _LAZY = {
     "Outbox": "._outbox",
     "is_tested_version": "._client",
     "onboard": "._onboarding",
+    "DifyClient": "._client",
+    "DifyKnowledgeStore": "._store",
+    "MAX_REJECTIONS": "._outbox",
 }
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
 if _typing.TYPE_CHECKING:
-    from ._client import TESTED_RANGE, is_tested_version
+    from ._client import TESTED_RANGE, DifyClient, is_tested_version
     from ._onboarding import onboard
-    from ._outbox import DurableKnowledgeStore, Outbox
+    from ._outbox import MAX_REJECTIONS, DurableKnowledgeStore, Outbox
+    from ._store import DifyKnowledgeStore
 else:
     __getattr__ = _lazy_attributes(__name__, _LAZY)
 
-__all__ = ["TESTED_RANGE", "DurableKnowledgeStore", "Outbox", "is_tested_version", "onboard"]
+__all__ = [
+    "MAX_REJECTIONS",
+    "TESTED_RANGE",
+    "DifyClient",
+    "DifyKnowledgeStore",
+    "DurableKnowledgeStore",
+    "Outbox",
+    "is_tested_version",
+    "onboard",
+]

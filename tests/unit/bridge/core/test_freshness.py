@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from memory_bridge.core._freshness import Freshness, rerank
-from memory_bridge.stores import DocMetadata
-from memory_bridge.stores._knowledge import SearchHit
+from memory_bridge.stores import DocMetadata, SearchHit
 
 NOW = 1_800_000_000.0
 DAY = 86_400.0

@@ -11,9 +11,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from memory_bridge.search import _ann
+from memory_bridge.search import VectorIndex, _ann
 from memory_bridge.search._ann import EXPANSION, AnnIndex, search_width
-from memory_bridge.search._vectors import VectorIndex
 
 Vectors = npt.NDArray[np.float32]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memory_bridge.search._vectors import VectorIndex
+from memory_bridge.search import VectorIndex
 
 
 def unit(*values: float) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory_bridge import EmbedderUnavailable, StoreUnavailable
-from memory_bridge.search._embed import LazyEmbedder
+from memory_bridge.search import LazyEmbedder
 from memory_bridge.search._openai import EndpointEmbedder
 
 from ....bridges import free_port

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from memory_bridge import EntryWrite
-from memory_bridge.core import _entries as ops
+from memory_bridge import core as ops
 from memory_bridge.search import LazyEmbedder, lazy_minilm
-from memory_bridge.stores.sqlite._entries import SqliteEntryStore
+from memory_bridge.stores.sqlite import SqliteEntryStore
 
 from ....bridges import MODEL_CACHE
 

@@ -17,8 +17,7 @@ import pytest
 
 from memory_bridge.search import _ann
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
-from memory_bridge.stores.sqlite import SqliteKnowledgeStore
-from memory_bridge.stores.sqlite._knowledge_ranking import Ranking
+from memory_bridge.stores.sqlite import Ranking, SqliteKnowledgeStore
 
 pytestmark = pytest.mark.anyio
 

@@ -10,9 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_bridge.search import LazyEmbedder, QueryTokens, lazy_minilm
-from memory_bridge.search._ann import AnnIndex
-from memory_bridge.search._vectors import VectorIndex
+from memory_bridge.search import AnnIndex, LazyEmbedder, QueryTokens, VectorIndex, lazy_minilm
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
 from memory_bridge.stores.sqlite._knowledge_hop import (

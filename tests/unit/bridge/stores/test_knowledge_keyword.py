@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
-from memory_bridge.stores.sqlite import SqliteKnowledgeStore
-from memory_bridge.stores.sqlite._knowledge_ranking import Ranking
+from memory_bridge.stores.sqlite import Ranking, SqliteKnowledgeStore
 
 pytestmark = pytest.mark.anyio
 
