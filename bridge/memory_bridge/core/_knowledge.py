@@ -191,7 +191,7 @@ def _record(
 
 
 async def _slot_ids(store: KnowledgeStore) -> dict[str, str]:
-    return {slot.name: slot.id for slot in await store.list_slots()}
+    return await store.slot_ids()
 
 
 async def slot_id(store: KnowledgeStore, slot: str) -> str:
@@ -201,11 +201,11 @@ async def slot_id(store: KnowledgeStore, slot: str) -> str:
 
 async def resolve_slot(store: KnowledgeStore, name_or_id: str) -> str:
     """The slot name for a name or id; an unknown one is an error naming the known slots."""
-    slots = await store.list_slots()
-    for slot in slots:
-        if name_or_id in (slot.name, slot.id):
-            return slot.name
-    known = ", ".join(s.name for s in slots)
+    slots = await store.slot_ids()
+    for name, slot_id in slots.items():
+        if name_or_id in (name, slot_id):
+            return name
+    known = ", ".join(slots)
     raise InvalidInput("dataset", f"unknown slot {name_or_id!r} (known: {known})")
 
 

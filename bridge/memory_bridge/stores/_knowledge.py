@@ -158,6 +158,10 @@ class KnowledgeStore(Protocol):
     async def list_slots(self) -> list[SlotInfo]:
         """Every slot, with its document count."""
 
+    async def slot_ids(self) -> dict[str, str]:
+        """Every slot's id by its name, in `list_slots`'s order: what a search needs, without
+        counting documents (at 1M passages the embedded store's count took 50 ms)."""
+
     async def create_slot(self, name: str, description: str = "") -> tuple[SlotInfo, bool]:
         """Create a slot (idempotent); returns it and whether it was new."""
 

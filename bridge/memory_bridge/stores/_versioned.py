@@ -303,6 +303,9 @@ class VersionedKnowledgeStore:
     async def list_slots(self) -> list[SlotInfo]:
         return await self.inner.list_slots()
 
+    async def slot_ids(self) -> dict[str, str]:
+        return await self.inner.slot_ids()
+
     async def create_slot(self, name: str, description: str = "") -> tuple[SlotInfo, bool]:
         return await self.inner.create_slot(name, description)
 

@@ -448,6 +448,9 @@ class DurableKnowledgeStore:
 
     # -- reads pass through -------------------------------------------------------------------
 
+    async def slot_ids(self) -> dict[str, str]:
+        return {slot.name: slot.id for slot in await self.list_slots()}
+
     async def list_slots(self) -> list[SlotInfo]:
         """The slots; during an outage the last list Dify gave (kept on disk), so writes can
         still be queued, also by a bridge that starts while Dify is down."""

@@ -199,6 +199,9 @@ class DifyKnowledgeStore:
             raise InvalidInput("dataset", f"unknown slot {slot!r} (known: {known})")
         return dataset
 
+    async def slot_ids(self) -> dict[str, str]:
+        return {slot.name: slot.id for slot in await self.list_slots()}
+
     async def list_slots(self) -> list[SlotInfo]:
         names = dict.fromkeys([*self._default_slots, *self._bindings, *self._datasets])
         slots = []

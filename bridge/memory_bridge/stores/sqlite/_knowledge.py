@@ -208,6 +208,15 @@ class SqliteKnowledgeStore:
 
         return await self._db.read("list_datasets", run)
 
+    async def slot_ids(self) -> dict[str, str]:
+        await self._ensure_default_slots()
+
+        def run(conn: sqlite3.Connection, now: float) -> dict[str, str]:
+            rows = conn.execute("SELECT name, id FROM slots ORDER BY created_at, name").fetchall()
+            return {str(r[0]): str(r[1]) for r in rows}
+
+        return await self._db.read("list_datasets", run)
+
     async def create_slot(self, name: str, description: str = "") -> tuple[SlotInfo, bool]:
         def run(conn: sqlite3.Connection, now: float) -> tuple[SlotInfo, bool]:
             row = conn.execute("SELECT id, description FROM slots WHERE name = ?", (name,)).fetchone()
