@@ -56,10 +56,13 @@ async def test_a_query_of_common_words_only_must_match_all_of_them(tmp_path: Pat
 async def test_common_words_are_still_counted_for_their_idf(tmp_path: Path) -> None:
     await write_store(tmp_path / "knowledge.db")
     with sqlite3.connect(tmp_path / "knowledge.db") as conn:
-        terms = TermFrequencies(common=COMMON)
+        terms = TermFrequencies(common=COMMON, count_share=0.1)  # scaled down: 40 of 400
         terms.match(conn, ["alpha"], None)  # counted (and cached) while matching
         assert terms.passages(conn, "alpha", DOCUMENTS) == 30
         assert terms.passages(conn, "beta", DOCUMENTS) == float("inf")  # past 10% of the store
+        default = TermFrequencies(common=COMMON)  # 2% of 400 is under 20: counted as far as matched
+        assert default.passages(conn, "alpha", DOCUMENTS) == float("inf")
+        assert default.passages(conn, "zeta", DOCUMENTS) == 3
         assert terms.passages(conn, "word3", DOCUMENTS) == 1
 
 
