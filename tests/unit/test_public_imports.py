@@ -239,6 +239,9 @@ ALLOWED: dict[str, dict[str, str]] = {
     "tests/unit/bridge/core/test_knowledge.py": {
         "memory_bridge.core._knowledge": UNIT_TEST,
     },
+    "tests/unit/bridge/stores/test_knowledge.py": {
+        "memory_bridge.stores.sqlite._knowledge": UNIT_TEST,
+    },
     "tests/unit/bridge/stores/test_knowledge_ann.py": {
         "memory_bridge.search._ann": "lowers the size at which the HNSW index takes over (monkeypatch)",
         "memory_bridge.stores.sqlite._knowledge_ann": UNIT_TEST,

@@ -66,6 +66,15 @@ _INLINE_CHARS = 4096  # a text this short is chunked on the event loop (a thread
 _KEYWORD_DEPTH = 4  # keyword matches ranked before filtering, per candidate asked (see `_keyword`)
 REEMBED_STEP = 256  # passages per `reembed_batch` call by default: a progress bar's step
 
+# `+slot_id`: found by id (unique), not by slot. SQLite chose the slot's index, and a
+# recall stamp read every document of the slot: 144 ms at 1M passages, holding the store
+# while searches waited (bench/knowledge_scale.py, over MCP); by id it takes 1 ms.
+STAMP_RECALLS = (
+    "UPDATE documents SET last_recalled_at = ?, recall_count = recall_count + 1"
+    " WHERE +slot_id = ? AND id IN (SELECT value FROM json_each(?))"
+    " AND (last_recalled_at IS NULL OR last_recalled_at <= ?)"
+)
+
 
 def _prepare(text: str, metadata: DocMetadata) -> tuple[list[str], str]:
     """A document's passages and digest: CPU work on a large text, for a worker thread."""
@@ -457,9 +466,7 @@ class SqliteKnowledgeStore:
         def run(conn: sqlite3.Connection, _: float) -> int:
             slot_id = self._slot_id(conn, slot)
             return conn.execute(
-                "UPDATE documents SET last_recalled_at = ?, recall_count = recall_count + 1"
-                " WHERE slot_id = ? AND id IN (SELECT value FROM json_each(?))"
-                " AND (last_recalled_at IS NULL OR last_recalled_at <= ?)",
+                STAMP_RECALLS,
                 (now, slot_id, json.dumps(ids), now - window),
             ).rowcount
 
