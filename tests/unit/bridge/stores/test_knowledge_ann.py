@@ -178,6 +178,7 @@ async def test_a_damaged_index_file_is_rebuilt_and_no_stored_data_changes(
     await store.rebuild_vector_index()
     expected = await results(store)
     await store.close()
+    wait_for_builds()  # a build the first writes started would save over the damage
     index, graph = path.with_suffix(".ann"), path.with_suffix(".ann.graph")
     data, graph_data = index.read_bytes(), graph.read_bytes()
     if damage == "garbage":
@@ -274,6 +275,7 @@ async def test_an_index_saved_with_the_graph_inside_is_read_and_saved_anew(
     await store.rebuild_vector_index()
     expected = await results(store)
     await store.close()
+    wait_for_builds()  # a build the first writes started would save over the old layout
     index, graph = path.with_suffix(".ann"), path.with_suffix(".ann.graph")
     index.write_bytes(version_one(index.read_bytes(), graph.read_bytes()))
     graph.unlink()
