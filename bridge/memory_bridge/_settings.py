@@ -225,7 +225,8 @@ class SearchSettings(_Group):
         validation_alias="search_ann_threshold",
         ge=0,
         description="Passage vectors from which the embedded knowledge store searches an approximate "
-        "(HNSW) index kept in knowledge.ann beside knowledge.db instead of every vector; its candidates "
+        "(HNSW) index kept in knowledge.ann and knowledge.ann.graph beside knowledge.db instead of every "
+        "vector; its candidates "
         "are rescored exactly, so scores stay those of exact search. 0: always exact.",
     )
 
