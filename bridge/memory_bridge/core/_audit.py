@@ -124,7 +124,7 @@ async def audit_memory(
         raise InvalidInput(
             "classes", f"unknown class(es) {', '.join(unknown)}; choose from {', '.join(AUDIT_CLASSES)}"
         )
-    existing = {s.name for s in await store.list_slots()}
+    existing = set(await store.slot_ids())
     slots = sorted({slot for cls in wanted for slot in _SLOTS[cls] if slot in existing})
     docs = {slot: await project_documents(store, slot, scope) for slot in slots}
     now = time.time()

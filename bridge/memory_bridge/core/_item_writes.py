@@ -109,7 +109,7 @@ async def _create_document(
     stores: ItemStores, slot: str, name: str, content: Mapping[str, Any], *, dry_run: bool, origin: str
 ) -> CreateOutcome:
     _check_fields("document", content, _DOCUMENT_FIELDS)
-    slots = [s.name for s in await stores.knowledge.list_slots()]
+    slots = list(await stores.knowledge.slot_ids())
     if slot not in slots:
         known = ", ".join(slots) or "none"
         raise InvalidInput(

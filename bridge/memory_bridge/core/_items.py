@@ -174,7 +174,7 @@ async def _entries_starting(stores: ItemStores, prefix: str) -> list[Item]:
 
 
 async def _documents(stores: ItemStores, *, id: str | None, name: str | None, slot: str | None) -> list[Item]:
-    slots = [s.name for s in await stores.knowledge.list_slots()]
+    slots = list(await stores.knowledge.slot_ids())
     if slot is not None:
         if slot not in slots:
             return []
@@ -287,7 +287,7 @@ async def search_items(
                 score=calibration().score("keyword", Evidence(coverage=share)),
             )
             found_hits.append((hit, None))
-    known = [s.name for s in await stores.knowledge.list_slots()]
+    known = list(await stores.knowledge.slot_ids())
     unknown = [s for s in slots or () if s not in known]
     if unknown:
         raise InvalidInput("slot", f"unknown slot {unknown[0]!r} (known: {', '.join(known)})")
@@ -552,7 +552,7 @@ async def list_lessons(
     Recall count and last recall (epoch seconds, None if never) come from recall stamping.
     `recall` sorts by recall count (then error pattern), `recent` by last recall, then last
     update, newest first."""
-    names = {s.name for s in await stores.knowledge.list_slots()}
+    names = set(await stores.knowledge.slot_ids())
     if _LESSON_SLOT not in names:
         return []
     needle = (pattern or "").lower()

@@ -274,7 +274,7 @@ async def _write_documents(
             if key not in wanted:
                 await store.delete(present.slot, present.id)
                 removed += 1
-    existing = {s.name for s in await store.list_slots()}
+    existing = set(await store.slot_ids())
     for slot in manifest.slots:
         if slot["name"] not in existing:
             await store.create_slot(slot["name"], slot.get("description", ""))

@@ -199,7 +199,7 @@ async def refine_slots(
 ) -> tuple[dict[str, str], list[str], list[Refusal]]:
     """Each slot's policy, the refine slots (narrowed to `slots`, each of which must
     exist) and the refusals; while there is a refusal, no slot may be maintained."""
-    existing = [s.name for s in await store.list_slots()]
+    existing = list(await store.slot_ids())
     if slots is not None:
         slots = [await resolve_slot(store, slot) for slot in slots]
     resolved, refusals = _policies(existing, policies)

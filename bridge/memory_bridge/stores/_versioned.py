@@ -281,7 +281,7 @@ class VersionedKnowledgeStore:
 
     async def _write_state(self, slot: str, name: str, state: DocumentState, current: Document | None) -> str:
         """Make the store hold `state` for the document; returns its id."""
-        if current is None and slot not in {s.name for s in await self.inner.list_slots()}:
+        if current is None and slot not in await self.inner.slot_ids():
             await self.inner.create_slot(slot)
         document_id = current.id if current is not None else ""
         if current is None or not current.settled or not DocumentState.of(current).same_content(state):

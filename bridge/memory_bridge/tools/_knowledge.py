@@ -470,7 +470,9 @@ async def get_memory_config(ctx: ToolContext) -> MemoryConfig:
         scope=settings.project_scope,
         entryStore=state.store.url,
         knowledgeStore=state.knowledge.url,
-        datasetSlots=[SlotRef(name=s.name, configuredId=s.id) for s in await state.knowledge.list_slots()],
+        datasetSlots=[
+            SlotRef(name=name, configuredId=id_) for name, id_ in (await state.knowledge.slot_ids()).items()
+        ],
         embeddingModel=getattr(embedder, "name", None),
         embeddingFailure=getattr(embedder, "failure", None),
         maxResults=settings.search.max_results,

@@ -218,7 +218,7 @@ async def import_tree(
         manifest = read_manifest(directory)
     except LinkRefused:
         manifest = None  # reported with the other links below
-    slots = [s.name for s in await stores.knowledge.list_slots()]
+    slots = list(await stores.knowledge.slot_ids())
     types = {item.entry.type for item in items.values() if isinstance(item, EntryItem)}
     run = _Import(stores, directory, dry_run, prune, items, manifest, slots, types)
     reports = []

@@ -101,7 +101,7 @@ async def search(view: View) -> Response:
         )
         if not result.hits:
             hint = nothing_found(result.threshold, what="entry or document", flag="“best effort”")
-    slots = [s.name for s in await view.items.knowledge.list_slots()]
+    slots = list(await view.items.knowledge.slot_ids())
     return view.page(
         "search.html.j2",
         query=query,
@@ -116,7 +116,7 @@ async def search(view: View) -> Response:
 
 
 async def knowledge(view: View) -> Response:
-    slots = [s.name for s in await view.items.knowledge.list_slots()]
+    slots = list(await view.items.knowledge.slot_ids())
     slot = view.text("slot") or (slots[0] if slots else "")
     if slot and slot not in slots:
         raise NotFound(f"no knowledge slot {slot!r} (slots: {', '.join(slots) or 'none'})", operation="ui")
