@@ -75,24 +75,27 @@ async def locate_document(
 V = TypeVar("V", bound=DocumentVersionModel)
 
 
+def _version_fields(v: DocumentVersion) -> dict[str, Any]:
+    """What every answer about a version says of it, its text aside."""
+    return {
+        "version": v.version,
+        "documentId": v.document_id,
+        "change": v.change,
+        "deleted": v.deleted,
+        "at": iso(v.at),
+        "cause": v.cause,
+        "operation_id": v.operation_id,
+        "restored_from": v.restored_from,
+        "enabled": v.state.enabled,
+        "metadata": Metadata.of(v.state.metadata),
+        "marks": dict(v.state.marks),
+    }
+
+
 def version_model(model: type[V], v: DocumentVersion, **more: Any) -> V:
     """A version as `document_history` answers it (its text not fenced yet), as `model`
     with its `more` fields."""
-    return model(
-        version=v.version,
-        documentId=v.document_id,
-        change=v.change,
-        deleted=v.deleted,
-        at=iso(v.at),
-        cause=v.cause,
-        operation_id=v.operation_id,
-        restored_from=v.restored_from,
-        enabled=v.state.enabled,
-        metadata=Metadata.of(v.state.metadata),
-        marks=dict(v.state.marks),
-        text=v.state.text,
-        **more,
-    )
+    return model(**_version_fields(v), text=v.state.text, **more)
 
 
 def _version_lines(v: DocumentVersion | None) -> list[str]:
@@ -190,20 +193,6 @@ async def rollback_document(
 async def deleted_documents(store: KnowledgeStore, slot: str | None = None) -> list[DeletedDocument]:
     """Documents deleted and not brought back, newest deletion first."""
     return [
-        DeletedDocument(
-            slot=v.slot,
-            name=v.name,
-            version=v.version,
-            documentId=v.document_id,
-            change=v.change,
-            deleted=v.deleted,
-            at=iso(v.at),
-            cause=v.cause,
-            operation_id=v.operation_id,
-            restored_from=v.restored_from,
-            enabled=v.state.enabled,
-            metadata=Metadata.of(v.state.metadata),
-            marks=dict(v.state.marks),
-        )
+        DeletedDocument(slot=v.slot, name=v.name, **_version_fields(v))
         for v in await versioned(store).deleted(slot)
     ]
