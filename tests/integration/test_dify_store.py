@@ -332,6 +332,54 @@ async def test_a_save_whose_segments_another_save_replaces_keys_them_later(
         await other.close()
 
 
+async def test_a_500_while_another_save_reindexes_the_document_keys_it_later(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real Dify 1.14.2 sometimes answers 500 (not 400 or 404) to a keyword write that meets
+    another save's re-index of the document. That save still succeeds and upkeep keys the
+    new segments."""
+    store = await store_for(app, technique="economy")
+    other = await store_for(app, technique="economy")
+    first = DocMetadata(scope="p")
+    await store.upsert("knowledge", "a.md", "Deploys run on Tuesdays.", first, origin="t")
+    set_keywords = store.client.set_segment_keywords
+
+    async def refused_while_another_save_reindexes(*args: Any) -> None:
+        monkeypatch.setattr(store.client, "set_segment_keywords", set_keywords)
+        await other.upsert("knowledge", "a.md", "Deploys moved to Thursdays.", first, origin="t")
+        raise StoreFailed("set keywords: Dify answered 500: Internal Server Error", operation="set keywords")
+
+    monkeypatch.setattr(store.client, "set_segment_keywords", refused_while_another_save_reindexes)
+    try:
+        outcome = await store.upsert("knowledge", "a.md", "Deploys run on Wednesdays.", first, origin="t")
+        assert outcome.changed
+        assert await store.upkeep() == 1
+        page = await store.search(
+            ["knowledge"], "thursdays", KnowledgeFilter(scope="p"), top_k=5, score_threshold=None
+        )
+        assert [h.document_name for h in page.hits] == ["a.md"]
+    finally:
+        await store.close()
+        await other.close()
+
+
+async def test_a_500_on_a_keyword_write_nothing_raced_is_a_failure(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await store_for(app, technique="economy", wait_indexed=True)
+
+    async def broken(*args: Any) -> None:
+        raise StoreFailed("set keywords: Dify answered 500: Internal Server Error", operation="set keywords")
+
+    monkeypatch.setattr(store.client, "set_segment_keywords", broken)
+    try:
+        with pytest.raises(StoreFailed, match="set keywords"):
+            await store.upsert("knowledge", "a.md", "Deploys run on Tuesdays.", DocMetadata(), origin="t")
+    finally:
+        monkeypatch.undo()
+        await store.close()
+
+
 async def test_a_save_returns_at_once_or_waits_until_indexed(app: Any) -> None:
     app.state.dify.indexing_delay = 0.4
     quick = await store_for(app)

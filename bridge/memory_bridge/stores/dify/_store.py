@@ -35,7 +35,14 @@ from typing import Any, Literal
 import anyio
 import httpx
 
-from ..._errors import InvalidInput, MetadataPending, NotFound, StoreError, StoreUnavailable
+from ..._errors import (
+    InvalidInput,
+    MetadataPending,
+    NotFound,
+    StoreError,
+    StoreFailed,
+    StoreUnavailable,
+)
 from .._clock import format_instant
 from .._knowledge import (
     MARK_FIELDS,
@@ -374,13 +381,29 @@ class DifyKnowledgeStore:
                 continue
             try:
                 await self.client.set_segment_keywords(dataset.id, document_id, segment, wanted)
-            except (InvalidInput, NotFound) as exc:
-                if isinstance(exc, InvalidInput) and _SEGMENT_REPLACED not in str(exc):
+            except (InvalidInput, NotFound, StoreFailed) as exc:
+                if not await self._replaced_meanwhile(dataset, document_id, str(segment["id"]), exc):
                     raise
                 # a concurrent save of this document is re-indexing it (the segment is
                 # disabled, or already replaced): key it once that is over
                 self._unkeyed[document_id] = (dataset, False)
                 return
+
+    async def _replaced_meanwhile(
+        self, dataset: _Dataset, document_id: str, segment_id: str, refusal: StoreError
+    ) -> bool:
+        """Whether a refused keyword write met another save re-indexing the document. Dify
+        says so with a 400 for the segment it disabled or a 404 for one it replaced; 1.14.2
+        sometimes with a 500, which counts only if the document is indeed no longer ready
+        or the segment gone or disabled (any other 500 is a real failure)."""
+        if isinstance(refusal, NotFound):
+            return True
+        if isinstance(refusal, InvalidInput):
+            return _SEGMENT_REPLACED in str(refusal)
+        if await self._keying(dataset, document_id, enabled=False) != "ready":
+            return True
+        segments = await self.client.segments(dataset.id, document_id)
+        return not any(str(s.get("id")) == segment_id and s.get("enabled", True) for s in segments)
 
     async def _write_metadata(
         self, dataset: _Dataset, fields: dict[str, str], document_id: str, values: dict[str, str]
