@@ -56,7 +56,8 @@ def search_width(count: int, size: int) -> int:
 
 def _cosines(query: Vector, vectors: Vector) -> Vector:
     """query . each row, summed as VectorIndex sums them (one row per dimension), so the
-    cosines are bit for bit those of exact search."""
+    cosines are those of exact search (to float32's last digit: on some CPUs BLAS sums a
+    few columns with another kernel than a whole matrix)."""
     scores: Vector = query @ np.ascontiguousarray(vectors.T)
     return scores
 

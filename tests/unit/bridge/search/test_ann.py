@@ -1,5 +1,9 @@
 """The ANN index answers as the exact matrix does: the same best documents with the same
-cosines, after removals and under a filter (random vectors: a hard case for a graph)."""
+cosines, after removals and under a filter (random vectors: a hard case for a graph).
+
+The same to float32's last digits: BLAS sums a query against 60 candidates and against a
+whole matrix with different kernels on some CPUs (AMD EPYC here), a unit in the last
+place apart."""
 
 from __future__ import annotations
 
@@ -46,8 +50,18 @@ def queries(vectors: Vectors) -> Vectors:
     return out
 
 
-def top(best: dict[int, tuple[float, int]], count: int = 10) -> list[tuple[int, tuple[float, int]]]:
-    return list(best.items())[:count]
+Best = dict[int, tuple[float, int]]
+
+
+def top(best: Best, count: int = 10) -> Best:
+    return dict(list(best.items())[:count])
+
+
+def same(got: Best, want: Best) -> bool:
+    """The same documents in the same order, each with the same passage and cosine."""
+    return list(got) == list(want) and all(
+        got[d][1] == want[d][1] and abs(got[d][0] - want[d][0]) < 1e-6 for d in want
+    )
 
 
 def test_the_same_documents_and_cosines_as_exact_search() -> None:
@@ -55,8 +69,8 @@ def test_the_same_documents_and_cosines_as_exact_search() -> None:
     for query in queries(vectors):
         want = exact.best_per_document(query, limit=60, documents=[7, 150])
         got = ann.best_per_document(query, limit=60, documents=[7, 150])
-        assert top(got) == top(want)
-        assert got[7] == want[7] and got[150] == want[150]  # asked for: scored however far down
+        assert same(top(got), top(want))
+        assert same({7: got[7], 150: got[150]}, {7: want[7], 150: want[150]})  # scored however far down
 
 
 def test_removed_documents_do_not_crowd_out_live_ones() -> None:
@@ -66,7 +80,7 @@ def test_removed_documents_do_not_crowd_out_live_ones() -> None:
         ann.remove_document(document)
     for query in queries(vectors):
         want, got = exact.best_per_document(query, limit=60), ann.best_per_document(query, limit=60)
-        assert top(got) == top(want) and len(got) >= 0.9 * len(want)
+        assert same(top(got), top(want)) and len(got) >= 0.9 * len(want)
 
 
 def test_a_filter_keeps_to_its_documents() -> None:
@@ -75,7 +89,7 @@ def test_a_filter_keeps_to_its_documents() -> None:
     for query in queries(vectors):
         want = exact.best_per_document(query, rows=exact.rows_of(allowed), limit=60)
         got = ann.best_per_document(query, rows=ann.rows_of(allowed), limit=60)
-        assert top(got) == top(want) and set(got) <= allowed
+        assert same(top(got), top(want)) and set(got) <= allowed
 
 
 def test_best_among_and_vector_of_read_the_stored_vectors() -> None:
