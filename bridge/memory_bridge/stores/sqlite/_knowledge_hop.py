@@ -17,6 +17,10 @@ word with the question. The first round finds the first; the second hop reaches 
    scores `cosine(residual, passage) + LEXICAL_WEIGHT x BM25 of (bridge AND residual
    words) / best`, the residual words matched whole (stemmed): as prefixes they cost a
    merge of every word they start, several ms at 100k passages, for the same documents;
+   and as the keyword side matches a query's words (`TermFrequencies.match`: the rare
+   ones, else all of them): one common residual word (`users`, `list`) made FTS5 score
+   tens of thousands of passages, 20-50 ms of a search at 1M passages, for a weight its
+   idf makes small;
    the best ones go in at fixed ranks (`POSITIONS`), taking the score of the hit above
    them, so nothing else moves more than a few places.
 
@@ -192,7 +196,7 @@ def plan_hop(
         "SELECT p.document, -bm25(passages_fts, 2.0, 1.0) FROM passages_fts"
         " JOIN passages AS p ON p.rowid = passages_fts.rowid JOIN documents AS d ON d.rowid = p.document"
         f" WHERE passages_fts MATCH ? AND {where} ORDER BY 2 DESC LIMIT ?",
-        [f"{named} AND {match_expression(uncovered, 'any', None)}", *params, CANDIDATE_PASSAGES],
+        [f"{named} AND {terms.match(conn, uncovered, None)}", *params, CANDIDATE_PASSAGES],
     ):
         lexical[int(document)] = max(lexical.get(int(document), 0.0), float(relevance))
     best = max(lexical.values(), default=0.0) or 1.0

@@ -18,9 +18,11 @@ from memory_bridge.stores.sqlite._knowledge_hop import (
     HopPlan,
     bridge_words,
     insert_hops,
+    plan_hop,
     score_hops,
 )
 from memory_bridge.stores.sqlite._knowledge_schema import FTS_TOKENIZER
+from memory_bridge.stores.sqlite._knowledge_terms import TermFrequencies
 from memory_bridge.stores.sqlite._match import match_expression
 
 from ....bridges import MODEL_CACHE
@@ -139,6 +141,30 @@ async def test_the_hop_keeps_to_the_documents_search_may_return(store: SqliteKno
     assert second is not None
     await store.set_enabled("knowledge", second.id, False)
     assert SECOND not in await names(store, QUESTION, hop=True)
+
+
+async def test_the_hop_s_word_evidence_leaves_out_words_too_common_to_match(tmp_path: Path) -> None:
+    """The residual words weigh in as the keyword side matches a query's words: `alpha`,
+    in more passages than the limit, is left out while a rarer word remains (at 1M
+    passages one such word made FTS5 score tens of thousands of passages a search)."""
+    store = SqliteKnowledgeStore(tmp_path / "knowledge.db", embedder=None, default_slots=["knowledge"])
+    try:
+        for n in range(400):  # `alpha` in 0-29, Jonas in 10-39, `zeta` in 35 and 36
+            words = [f"word{n}"] + ["alpha"] * (n < 30) + ["and Jonas"] * (10 <= n < 40)
+            words += ["zeta"] * (n in (35, 36))
+            await store.upsert("knowledge", f"doc-{n:03}.md", " ".join(words), DocMetadata(), origin="t")
+        await store.upsert("knowledge", "top.md", "Notes on the topic with Jonas.", DocMetadata(), origin="t")
+    finally:
+        await store.close()
+    with sqlite3.connect(tmp_path / "knowledge.db") as conn:
+        top, passage = conn.execute("SELECT document, rowid FROM passages ORDER BY rowid DESC").fetchone()
+        fused = [(1.0, top, passage), (0.5, 1, 1)]
+        terms = TermFrequencies(common=20, count_share=0.1)  # scaled down: 20 of 400 passages match
+        plan = plan_hop(conn, terms, Coverage(), "alpha zeta topic", fused, "1", [], None)
+        assert plan is not None and plan.residual == "alpha zeta"
+        named = dict(conn.execute("SELECT rowid, name FROM documents"))
+        assert sorted(named[d] for d in plan.lexical) == ["doc-035.md", "doc-036.md"]
+    conn.close()
 
 
 @pytest.mark.parametrize("prefix_min", [3, None])
