@@ -528,19 +528,30 @@ class SqliteKnowledgeStore:
         and filtered: joining every match cost two rowid look-ups each, two thirds of
         the keyword side at 100k passages (bench/knowledge_scale.py). The allowed passages
         among them are the best allowed ones overall; when they are fewer than asked (a
-        narrow filter), every match is joined and filtered as before."""
+        narrow filter) and the index had more matches, every match is joined and filtered
+        as before (when it had no more, that would only match them all again: 20-27 ms at
+        1M passages for a question whose words are all common, which match none)."""
         if not terms:
             return {}
         match = self._terms.match(conn, terms, self.ranking.prefix_min)
         wanted = self.ranking.keyword_candidates
-        rows = conn.execute(
-            "SELECT p.document, p.rowid, f.relevance FROM (SELECT rowid, -bm25(passages_fts, 2.0, 1.0)"
-            " AS relevance FROM passages_fts WHERE passages_fts MATCH ? ORDER BY relevance DESC LIMIT ?) AS f"
-            " JOIN passages AS p ON p.rowid = f.rowid JOIN documents AS d ON d.rowid = p.document"
-            f" WHERE {where} ORDER BY f.relevance DESC LIMIT ?",
-            [match, _KEYWORD_DEPTH * wanted, *params, wanted],
+        depth = _KEYWORD_DEPTH * wanted
+        ranked = conn.execute(
+            "SELECT rowid, -bm25(passages_fts, 2.0, 1.0) AS relevance FROM passages_fts"
+            " WHERE passages_fts MATCH ? ORDER BY relevance DESC LIMIT ?",
+            [match, depth],
         ).fetchall()
-        if len(rows) < wanted:
+        allowed = dict(
+            conn.execute(
+                "SELECT p.rowid, p.document FROM json_each(?) AS ranked"  # CROSS JOIN: in this order
+                " CROSS JOIN passages AS p ON p.rowid = ranked.value"
+                f" CROSS JOIN documents AS d ON d.rowid = p.document WHERE {where}",
+                [json.dumps([passage for passage, _ in ranked]), *params],
+            )
+        )
+        rows = [(allowed[passage], passage, relevance) for passage, relevance in ranked if passage in allowed]
+        rows = rows[:wanted]
+        if len(rows) < wanted and len(ranked) == depth:
             rows = conn.execute(
                 "SELECT p.document, p.rowid, -bm25(passages_fts, 2.0, 1.0) AS relevance FROM passages_fts"
                 " JOIN passages AS p ON p.rowid = passages_fts.rowid"

@@ -45,9 +45,11 @@ def _plans(conn: sqlite3.Connection, work: Callable[[], object]) -> list[list[tu
     ]
 
 
-def _keyword(store: SqliteKnowledgeStore, conn: sqlite3.Connection, flt: KnowledgeFilter) -> list[int]:
+def _keyword(
+    store: SqliteKnowledgeStore, conn: sqlite3.Connection, flt: KnowledgeFilter, word: str = "alpha"
+) -> list[int]:
     where, params = store._allowed_sql(conn, ["knowledge"], flt)
-    return list(store._keyword(conn, ["alpha"], where, params))
+    return list(store._keyword(conn, [word], where, params))
 
 
 async def test_the_keyword_side_ranks_the_index_alone_before_joining(tmp_path: Path) -> None:
@@ -61,10 +63,27 @@ async def test_the_keyword_side_ranks_the_index_alone_before_joining(tmp_path: P
         assert len(found) == 5
         assert len(plans) == 1  # enough allowed matches among the best: no second query
         (plan,) = plans
-        ranked = [parent for _, parent, detail in plan if detail.startswith("SCAN passages_fts")]
-        joined = [parent for _, parent, detail in plan if detail.startswith("SEARCH p ")]
-        assert ranked and ranked[0] != 0  # in a subquery of its own (with its LIMIT)
-        assert joined == [0]  # the look-ups read its rows
+        assert any(detail.startswith("SCAN passages_fts") for _, _, detail in plan)
+        assert not any(detail.startswith("SEARCH p ") for _, _, detail in plan)  # ranked alone
+    finally:
+        conn.close()
+        await store.close()
+
+
+async def test_fewer_matches_than_asked_are_not_matched_twice(tmp_path: Path) -> None:
+    """When the index has fewer matches than the ranking reads, the filter's few allowed
+    ones are all of them: matching again with every match joined would find nothing more
+    (it cost 20-27 ms at 1M passages for a question whose words are all common)."""
+    store = await _store(tmp_path / "knowledge.db")
+    conn = sqlite3.connect(tmp_path / "knowledge.db")
+    try:
+        found: list[int] = []
+        plans = _plans(
+            conn, lambda: found.extend(_keyword(store, conn, KnowledgeFilter(scope="here"), "word299"))
+        )
+        names = {rowid: name for rowid, name in conn.execute("SELECT rowid, name FROM documents").fetchall()}
+        assert [names[d] for d in found] == ["doc-299.md"]
+        assert len(plans) == 1
     finally:
         conn.close()
         await store.close()
