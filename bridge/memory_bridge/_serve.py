@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -22,7 +23,7 @@ from .core._recall import RecallStamper
 from .stores._url import make_embedder, open_entry_store, open_knowledge_store
 from .tools._state import AppState
 
-__all__ = ["open_state", "run_bridge", "serve_http", "serve_stdio"]
+__all__ = ["open_state", "run_bridge", "serve_http", "serve_stdio", "settle_heap"]
 
 log = logging.getLogger("memctl.bridge")
 ENTRY_EMBED_INTERVAL_SECONDS = 2.0
@@ -96,10 +97,20 @@ async def _embed_entries_forever(state: AppState) -> None:
         await _attempt("embedding entries", state.store.upkeep)
 
 
+def settle_heap() -> None:
+    """Keep what start-up built (modules, settings models, the server: ~100k objects) out
+    of the garbage collector's full collections, which walk every object they track: ~45 ms
+    each at that size, landing in whichever call allocated last (bench/README.md, "A full
+    collection in the tail"). No collection first: that would cost start-up as much."""
+    gc.freeze()
+
+
 async def serve_stdio(settings: Settings) -> None:
     """Speak MCP on stdin/stdout until the client closes the stream."""
     async with open_state(settings) as state:
-        await build_server(state).run_stdio_async()
+        server = build_server(state)
+        settle_heap()
+        await server.run_stdio_async()
 
 
 def check_bind(settings: Settings, tokens: Sequence[str]) -> None:
@@ -136,6 +147,7 @@ async def serve_http(settings: Settings, *, worker: int | None = None) -> None:
             lifespan="on",
         )
         server = uvicorn.Server(config)
+        settle_heap()
         sockets = None if worker is None else [listening_socket(settings.serve.host, settings.serve.port)]
         if not worker:
             workers = "" if worker is None else f", {settings.serve.workers} workers"
