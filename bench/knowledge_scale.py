@@ -24,6 +24,7 @@ RSS is its own:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -187,6 +188,7 @@ def phase_search(project: Path, side: str) -> dict[str, Any]:
 
         await search(queries[0]["query"])
         result["first_answer_s"] = time.perf_counter() - started
+        gc.freeze()  # as the bridge does once started (memory_bridge._serve.settle_heap)
         result["rss_after_first_mib"] = _rss()["VmRSS"]
         times, tops = [], []
         for query in queries:
