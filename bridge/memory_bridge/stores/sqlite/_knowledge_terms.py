@@ -72,12 +72,25 @@ class TermFrequencies:
         `COUNT_SHARE` of them (infinity beyond)."""
         return self._matches(conn, term, None, size)
 
+    def _common(self, conn: sqlite3.Connection, term: str, prefix_min: int | None, size: int) -> bool:
+        """Whether the word (as `match_expression` matches it) is in more than `common`
+        passages. A prefix matches every passage its whole word does, so a common whole
+        word settles it without the prefix's count, for which FTS5 first merges the lists
+        of every word the prefix starts (`file`*: 15 ms at 1M passages, against 0.6)."""
+        if (
+            prefix_min is not None
+            and len(term) >= prefix_min
+            and self._matches(conn, term, None, size) > self.common
+        ):
+            return True
+        return self._matches(conn, term, prefix_min, size) > self.common
+
     def match(self, conn: sqlite3.Connection, terms: list[str], prefix_min: int | None) -> str:
         """The FTS5 match expression for a query's words: any of the discriminating ones,
         else all of them (`prefix_min`: see `match_expression`)."""
         mode: Literal["all", "any"] = "any"
         size = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0])
         if size > self.common:  # otherwise no word can be common
-            rare = [t for t in terms if self._matches(conn, t, prefix_min, size) <= self.common]
+            rare = [t for t in terms if not self._common(conn, t, prefix_min, size)]
             terms, mode = (rare, "any") if rare else (terms, "all")
         return match_expression(terms, mode, prefix_min)
