@@ -90,9 +90,13 @@ class AnnIndex:
         self._passages = np.empty(0, dtype=np.int64)
         self._documents = np.empty(0, dtype=np.int64)
         self._alive = np.empty(0, dtype=bool)
+        self._live: int | None = 0  # alive rows, counted again after a removal
 
     def __len__(self) -> int:
-        return int(self._alive[: self._size].sum())
+        """Alive rows (a search asks ~4 times: a count over 1M rows costs ~0.3 ms each)."""
+        if self._live is None:
+            self._live = int(self._alive[: self._size].sum())
+        return self._live
 
     @property
     def dead(self) -> int:
@@ -128,6 +132,7 @@ class AnnIndex:
         index._passages = np.array(passages, dtype=np.int64)
         index._documents = np.array(documents, dtype=np.int64)
         index._alive = np.array(alive, dtype=bool)
+        index._live = None
         index.generation = generation
         return index
 
@@ -150,17 +155,21 @@ class AnnIndex:
         self._documents[self._size : needed] = documents
         self._alive[self._size : needed] = True
         self._size = needed
+        if self._live is not None:
+            self._live += count
 
     def add(self, passages: list[int], document: int, vectors: Vector) -> None:
         self.add_rows(passages, [document] * len(passages), vectors)
 
     def remove_document(self, document: int) -> None:
         self._alive[: self._size] &= self._documents[: self._size] != document
+        self._live = None
 
     def remove_passages(self, passages: Iterable[int]) -> None:
         gone = np.fromiter(passages, dtype=np.int64)
         if gone.size:
             self._alive[: self._size] &= ~np.isin(self._passages[: self._size], gone)
+            self._live = None
 
     def rows_of(self, documents: set[int]) -> Mask:
         """A row mask selecting the passages of `documents` (cache it per filter)."""

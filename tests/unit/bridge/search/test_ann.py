@@ -141,3 +141,13 @@ def test_a_process_that_opened_an_index_first_can_still_load_the_model() -> None
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
     assert done.stdout.strip() == "CPU"
+
+
+def test_the_count_of_live_passages_follows_adds_and_removals() -> None:
+    _, ann, vectors = both()
+    assert len(ann) == 400 and ann.dead == 0
+    ann.remove_document(5)  # passages 9 and 10
+    ann.remove_passages([1, 2, 9])  # 9: already gone
+    assert len(ann) == 396 and ann.dead == 4
+    ann.add_rows([401], [201], vectors[:1])
+    assert len(ann) == 397 and ann.dead == 4
