@@ -249,7 +249,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     "tests/unit/bridge/stores/test_knowledge_hop.py": {
         "memory_bridge.stores.sqlite._knowledge_hop": UNIT_TEST,
         "memory_bridge.stores.sqlite._knowledge_schema": "the FTS tokenizer the second hop's table uses",
-        "memory_bridge.stores.sqlite._knowledge_terms": "a scaled-down common-word limit the hop's plan reads",
+        "memory_bridge.stores.sqlite._knowledge_terms": "a scaled-down limit for common words",
         "memory_bridge.stores.sqlite._match": "the FTS match expression the second hop queries with",
     },
     "tests/unit/bridge/stores/test_knowledge_matches.py": {
