@@ -151,3 +151,42 @@ def test_the_count_of_live_passages_follows_adds_and_removals() -> None:
     assert len(ann) == 396 and ann.dead == 4
     ann.add_rows([401], [201], vectors[:1])
     assert len(ann) == 397 and ann.dead == 4
+
+
+def test_a_document_s_rows_are_found_after_appends_and_removals() -> None:
+    """The hop and the keyword candidates find a document's rows through an order kept
+    since it was made, plus the rows appended after it: the same rows a full pass finds."""
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((520, 48)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ann = AnnIndex(48, lambda wanted: (list(wanted), vectors[np.asarray(wanted, dtype=np.int64) - 1]))
+    ann.add_rows(list(range(1, 401)), [1 + i // 2 for i in range(400)], vectors[:400])
+    wanted = {3, 77, 150, 199, 500}  # 500: no such document
+    assert ann.best_among(vectors[:1], wanted) == VectorIndexLike.best_among(ann, vectors[:1], wanted)
+    for batch in range(30):  # past a tenth of the rows: the order is made again on the way
+        documents = rng.integers(1, 260, size=4)
+        passages = list(range(401 + 4 * batch, 405 + 4 * batch))
+        ann.add_rows(passages, documents.tolist(), vectors[np.asarray(passages) - 1])
+        if batch % 7 == 0:
+            ann.remove_document(int(documents[0]))
+        for group in (wanted, {int(d) for d in documents}):
+            assert ann.best_among(vectors[:2], group) == VectorIndexLike.best_among(ann, vectors[:2], group)
+
+
+class VectorIndexLike:
+    """best_among as it was, with a full pass over the rows (the reference)."""
+
+    @staticmethod
+    def best_among(
+        ann: AnnIndex, queries: Vectors, documents: set[int]
+    ) -> dict[int, list[tuple[float, int]]]:
+        size = ann._size
+        wanted = np.fromiter(documents, dtype=np.int64)
+        rows = np.flatnonzero(ann._alive[:size] & np.isin(ann._documents[:size], wanted))
+        rows, found = ann._exact(rows)
+        scores = np.atleast_2d(queries) @ np.ascontiguousarray(found.T)
+        best: dict[int, list[tuple[float, int]]] = {}
+        for query_scores in scores:
+            for document, (score, passage) in ann._best(rows, query_scores).items():
+                best.setdefault(document, []).append((score, passage))
+        return best
