@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -34,19 +35,33 @@ def payload(result: Any) -> dict[str, Any]:
     return dict(json.loads(result.content[0].text))
 
 
+def every_worker_answers(running: HttpBridge, workers: int = 2, timeout: float = 30) -> HttpBridge:
+    """`running` once each worker has answered /health: the bridge is healthy as soon as its
+    first worker listens, and on a busy machine the second came up after a test's requests
+    had all gone to the first."""
+    deadline = time.monotonic() + timeout
+    seen: set[str] = set()
+    while len(seen) < workers:
+        response = httpx.get(f"{running.base_url}/health", headers={"Connection": "close"})
+        seen.add(response.headers["memctl-worker"])
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only workers {sorted(seen)} answered within {timeout:.0f} s")
+    return running
+
+
 @pytest.fixture(scope="module", params=["sqlite", "valkey"])
 def bridge(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpBridge]:
     """Two workers on the project's embedded store, or on a valkey-server of their own."""
     project = tmp_path_factory.mktemp("workers")
     if request.param == "sqlite":
         with http_bridge(project, "--workers", "2") as running:
-            yield running
+            yield every_worker_answers(running)
         return
     with (
         run_server(valkey_server_binary()) as server,
         http_bridge(project, "--workers", "2", "--entry-store", server.url) as running,
     ):
-        yield running
+        yield every_worker_answers(running)
 
 
 @asynccontextmanager
