@@ -100,8 +100,8 @@ async def _embed_entries_forever(state: AppState) -> None:
 def settle_heap() -> None:
     """Keep what start-up built (modules, settings models, the server: ~100k objects) out
     of the garbage collector's full collections, which walk every object they track: ~45 ms
-    each at that size, landing in whichever call allocated last (bench/README.md, "A full
-    collection in the tail"). No collection first: that would cost start-up as much."""
+    each at that size, landing in whichever call allocated last (bench/README.md, "The
+    tail at 1M"). No collection first: that would cost start-up as much."""
     gc.freeze()
 
 
