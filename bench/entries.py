@@ -946,6 +946,36 @@ def targets(results: dict[str, Any]) -> list[Target]:
     ]
 
 
+VALKEY_STORES = ("valkey", "valkey-cluster")
+
+
+def valkey_targets(stores: dict[str, Any]) -> list[Target]:
+    """Issue 36's Valkey targets at the largest size run: text-only search p95 on each Valkey
+    store run, and (both run) the cluster's search p50 against the single node's."""
+    checked = [
+        Target(
+            f"{name}: memory_search text p95 at {stores[name]['sizes'][-1]['n']:,}, c=1",
+            op_stat(stores[name], -1, "memory_search text", "p95_ms"),
+            40,
+            "ms",
+        )
+        for name in VALKEY_STORES
+        if name in stores
+    ]
+    if all(name in stores for name in VALKEY_STORES):
+        single, cluster = (stores[name] for name in VALKEY_STORES)
+        checked += [
+            Target(
+                f"valkey-cluster {op} p50 / valkey's, c=1",
+                op_stat(cluster, -1, op, "p50_ms") / op_stat(single, -1, op, "p50_ms"),
+                1.5,
+                "x",
+            )
+            for op in ("memory_search", "memory_search text")
+        ]
+    return checked
+
+
 # --- the report -----------------------------------------------------------------------------
 
 
@@ -1123,6 +1153,14 @@ def targets_section(checked: dict[str, list[Target]]) -> list[str]:
     return ["\n== targets ==", format_table(headers, rows)]
 
 
+def valkey_targets_section(checked: list[Target]) -> list[str]:
+    if not checked:
+        return []
+    rows = [[t.name, t.bound(), t.measured(), "PASS" if t.passed else "FAIL"] for t in checked]
+    table = format_table(["target", "limit", "measured", "result"], rows)
+    return ["\n== Valkey targets (issue 36) ==", table]
+
+
 def report(results: dict[str, Any], checked: dict[str, list[Target]]) -> str:
     stores = results["stores"]
     return "\n".join(
@@ -1134,6 +1172,7 @@ def report(results: dict[str, Any], checked: dict[str, list[Target]]) -> str:
             *stdio_section(stores, results["stdio_sdk_minimal"]),
             *rss_section(stores),
             *targets_section(checked),
+            *valkey_targets_section(valkey_targets(stores)),
             "\n== time taken ==",
             *(f"{name}: {r['elapsed_s']:,.0f} s" for name, r in stores.items()),
             f"in all: {results['elapsed_s']:,.0f} s",
@@ -1248,6 +1287,7 @@ def check_targets(results: dict[str, Any]) -> dict[str, list[Target]]:
     for name, store in results["stores"].items():
         checked[name] = targets(store)
         store["targets"] = [{**asdict(t), "passed": t.passed} for t in checked[name]]
+    results["valkey_targets"] = [{**asdict(t), "passed": t.passed} for t in valkey_targets(results["stores"])]
     return checked
 
 
