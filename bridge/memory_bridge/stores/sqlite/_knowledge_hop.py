@@ -8,7 +8,9 @@ word with the question. The first round finds the first; the second hop reaches 
    past a sentence's first word (not a weekday or month), named in at most `BRIDGE_SHARE`
    of all passages and in at least `MIN_DOCUMENTS` documents (a recurring name: a person, a
    pet, a city; rarer capitalised words, such as product names in engineering notes, made
-   the hop misfire there).
+   the hop misfire there), and in at most `CANDIDATE_PASSAGES` passages: the hop reads no
+   more, and of a name in more (at 1M passages a name in up to 20,000 was a bridge) it took
+   whichever the index lists first, an arbitrary few, for ~20 ms of a search.
 2. **Residual**: the question's words the best hit does not match (as the keyword index
    matches them, stemmed), their vector the mean of their own token states from the
    question's embedding (no second model call; a model that gives no token states, an
@@ -56,7 +58,7 @@ MIN_DOCUMENTS = 20  # documents naming the bridge words, at least
 MIN_LEAD = 0.02  # the best hit's fused score over the second's
 LEXICAL_WEIGHT = 0.15
 NEAR_COPY = 0.8  # cosine to the best hit above which a document is its near copy
-CANDIDATE_PASSAGES = 2_000  # passages naming a bridge word that are considered
+CANDIDATE_PASSAGES = 2_000  # passages naming a bridge word that are considered; a name in more is no bridge
 SHORTLIST = 32  # documents of the rough ranking scored again exactly
 ROUGH_MARGIN = 0.03  # cosine: a rough one (int8) is off by ~0.01 at most
 MAX_QUESTION_WORDS = 64  # distinct words; a longer query is no question (and would cost a lookup each)
@@ -175,9 +177,8 @@ def plan_hop(
         return None
     content = conn.execute("SELECT content FROM passages WHERE rowid = ?", (top_passage,)).fetchone()[0]
     size = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0])
-    bridge = [
-        w for w in bridge_words(content, question) if 0 < terms.passages(conn, w, size) <= BRIDGE_SHARE * size
-    ]
+    most = min(BRIDGE_SHARE * size, CANDIDATE_PASSAGES)  # more: the candidates would be an arbitrary few
+    bridge = [w for w in bridge_words(content, question) if 0 < terms.passages(conn, w, size) <= most]
     if not bridge:
         return None
     named = match_expression(bridge, "any", None)

@@ -12,7 +12,7 @@ import pytest
 
 from memory_bridge.search import AnnIndex, LazyEmbedder, QueryTokens, VectorIndex, lazy_minilm
 from memory_bridge.stores import DocMetadata, KnowledgeFilter
-from memory_bridge.stores.sqlite import SqliteKnowledgeStore
+from memory_bridge.stores.sqlite import SqliteKnowledgeStore, _knowledge_hop
 from memory_bridge.stores.sqlite._knowledge_hop import (
     Coverage,
     HopPlan,
@@ -165,6 +165,37 @@ async def test_the_hop_s_word_evidence_leaves_out_words_too_common_to_match(tmp_
         named = dict(conn.execute("SELECT rowid, name FROM documents"))
         assert sorted(named[d] for d in plan.lexical) == ["doc-035.md", "doc-036.md"]
     conn.close()
+
+
+@pytest.mark.parametrize(("considered", "hops"), [(40, True), (25, False)])
+async def test_a_name_in_more_passages_than_the_hop_considers_is_no_bridge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, considered: int, hops: bool
+) -> None:
+    """Jonas is named in 31 passages. The hop reads at most `CANDIDATE_PASSAGES` of them:
+    with 40 it takes every document naming him; with 25 it would take whichever 25 the
+    index lists first (at 1M passages a name in up to 20,000 was a bridge), so he is no
+    bridge and the hop does not run."""
+    monkeypatch.setattr(_knowledge_hop, "CANDIDATE_PASSAGES", considered)
+    store = SqliteKnowledgeStore(tmp_path / "knowledge.db", embedder=None, default_slots=["knowledge"])
+    try:
+        for n in range(400):  # Jonas in 0-29: fewer than BRIDGE_SHARE of them
+            text = f"word{n} and Jonas" if n < 30 else f"word{n}"
+            await store.upsert("knowledge", f"doc-{n:03}.md", text, DocMetadata(), origin="t")
+        await store.upsert("knowledge", "top.md", "Notes on the topic with Jonas.", DocMetadata(), origin="t")
+    finally:
+        await store.close()
+    with sqlite3.connect(tmp_path / "knowledge.db") as conn:
+        top, passage = conn.execute("SELECT document, rowid FROM passages ORDER BY rowid DESC").fetchone()
+        fused = [(1.0, top, passage), (0.5, 1, 1)]
+        terms = TermFrequencies(common=1_000, count_share=1.0)
+        plan = plan_hop(conn, terms, Coverage(), "what dish on the topic", fused, "1", [], None)
+        named = dict(conn.execute("SELECT rowid, name FROM documents"))
+    conn.close()
+    if hops:  # every document naming him, not whichever the index lists first
+        assert plan is not None
+        assert sorted(named[d] for d in plan.documents) == [f"doc-{n:03}.md" for n in range(30)]
+    else:
+        assert plan is None
 
 
 @pytest.mark.parametrize("prefix_min", [3, None])
