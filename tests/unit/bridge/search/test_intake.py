@@ -4,6 +4,7 @@ flight, errors raised only after the calls in flight have ended."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -92,3 +93,44 @@ def test_a_failing_model_leaves_the_rest_queued() -> None:
     finally:
         pipeline.close()
     assert "item 50" in queue.waiting and len(queue.stored) + len(queue.waiting) == 100
+
+
+class Slow(Model):
+    """Each call takes 2 ms and counts as running meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running = 0
+
+    def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        with self._lock:
+            self.running += 1
+        try:
+            time.sleep(0.002)
+            return super().embed_documents(texts)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+def test_the_threads_keep_working_while_vectors_are_stored() -> None:
+    """The store's own bounds (8 in flight, batches of 8, 2 threads): a batch waited for the
+    last of its calls to end, the other thread idle meanwhile (~15% of a bulk intake). Now a
+    partial batch is stored while calls still run, so more can be fetched."""
+    model = Slow()
+    queue = Queue([f"item {n:03}" for n in range(200)])
+    running_at_store: list[int] = []
+    store = queue.store
+
+    def record(items: list[str], vectors: npt.NDArray[np.float32]) -> None:
+        running_at_store.append(model.running)
+        store(items, vectors)
+
+    pipeline = Intake(model, queue.fetch, str, record, threads=2, batch=8, in_flight=8)
+    try:
+        assert pipeline.run() == 200
+    finally:
+        pipeline.close()
+    assert queue.waiting == [] and queue.most_held <= 8
+    busy = sum(1 for running in running_at_store[:-2] if running > 0)  # the last ones: the queue ran out
+    assert busy >= len(running_at_store[:-2]) // 2, running_at_store
