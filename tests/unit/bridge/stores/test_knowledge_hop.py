@@ -143,28 +143,38 @@ async def test_the_hop_keeps_to_the_documents_search_may_return(store: SqliteKno
     assert SECOND not in await names(store, QUESTION, hop=True)
 
 
+async def plan_over(
+    path: Path, texts: list[str], query: str, terms: TermFrequencies
+) -> tuple[HopPlan | None, dict[int, str]]:
+    """plan_hop for `query` over documents doc-000.md, ... holding `texts`, from a best hit
+    naming Jonas (top.md): the plan, and the documents' names by rowid."""
+    store = SqliteKnowledgeStore(path, embedder=None, default_slots=["knowledge"])
+    try:
+        for n, text in enumerate(texts):
+            await store.upsert("knowledge", f"doc-{n:03}.md", text, DocMetadata(), origin="t")
+        await store.upsert("knowledge", "top.md", "Notes on the topic with Jonas.", DocMetadata(), origin="t")
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as conn:
+        top, passage = conn.execute("SELECT document, rowid FROM passages ORDER BY rowid DESC").fetchone()
+        plan = plan_hop(conn, terms, Coverage(), query, [(1.0, top, passage), (0.5, 1, 1)], "1", [], None)
+        named = dict(conn.execute("SELECT rowid, name FROM documents"))
+    conn.close()
+    return plan, named
+
+
 async def test_the_hop_s_word_evidence_leaves_out_words_too_common_to_match(tmp_path: Path) -> None:
     """The residual words weigh in as the keyword side matches a query's words: `alpha`,
     in more passages than the limit, is left out while a rarer word remains (at 1M
     passages one such word made FTS5 score tens of thousands of passages a search)."""
-    store = SqliteKnowledgeStore(tmp_path / "knowledge.db", embedder=None, default_slots=["knowledge"])
-    try:
-        for n in range(400):  # `alpha` in 0-29, Jonas in 10-39, `zeta` in 35 and 36
-            words = [f"word{n}"] + ["alpha"] * (n < 30) + ["and Jonas"] * (10 <= n < 40)
-            words += ["zeta"] * (n in (35, 36))
-            await store.upsert("knowledge", f"doc-{n:03}.md", " ".join(words), DocMetadata(), origin="t")
-        await store.upsert("knowledge", "top.md", "Notes on the topic with Jonas.", DocMetadata(), origin="t")
-    finally:
-        await store.close()
-    with sqlite3.connect(tmp_path / "knowledge.db") as conn:
-        top, passage = conn.execute("SELECT document, rowid FROM passages ORDER BY rowid DESC").fetchone()
-        fused = [(1.0, top, passage), (0.5, 1, 1)]
-        terms = TermFrequencies(common=20, count_share=0.1)  # scaled down: 20 of 400 passages match
-        plan = plan_hop(conn, terms, Coverage(), "alpha zeta topic", fused, "1", [], None)
-        assert plan is not None and plan.residual == "alpha zeta"
-        named = dict(conn.execute("SELECT rowid, name FROM documents"))
-        assert sorted(named[d] for d in plan.lexical) == ["doc-035.md", "doc-036.md"]
-    conn.close()
+    texts = []
+    for n in range(400):  # `alpha` in 0-29, Jonas in 10-39, `zeta` in 35 and 36
+        words = [f"word{n}"] + ["alpha"] * (n < 30) + ["and Jonas"] * (10 <= n < 40)
+        texts.append(" ".join(words + ["zeta"] * (n in (35, 36))))
+    terms = TermFrequencies(common=20, count_share=0.1)  # scaled down: 20 of 400 passages match
+    plan, named = await plan_over(tmp_path / "knowledge.db", texts, "alpha zeta topic", terms)
+    assert plan is not None and plan.residual == "alpha zeta"
+    assert sorted(named[d] for d in plan.lexical) == ["doc-035.md", "doc-036.md"]
 
 
 @pytest.mark.parametrize(("considered", "hops"), [(40, True), (25, False)])
@@ -176,21 +186,9 @@ async def test_a_name_in_more_passages_than_the_hop_considers_is_no_bridge(
     index lists first (at 1M passages a name in up to 20,000 was a bridge), so he is no
     bridge and the hop does not run."""
     monkeypatch.setattr(_knowledge_hop, "CANDIDATE_PASSAGES", considered)
-    store = SqliteKnowledgeStore(tmp_path / "knowledge.db", embedder=None, default_slots=["knowledge"])
-    try:
-        for n in range(400):  # Jonas in 0-29: fewer than BRIDGE_SHARE of them
-            text = f"word{n} and Jonas" if n < 30 else f"word{n}"
-            await store.upsert("knowledge", f"doc-{n:03}.md", text, DocMetadata(), origin="t")
-        await store.upsert("knowledge", "top.md", "Notes on the topic with Jonas.", DocMetadata(), origin="t")
-    finally:
-        await store.close()
-    with sqlite3.connect(tmp_path / "knowledge.db") as conn:
-        top, passage = conn.execute("SELECT document, rowid FROM passages ORDER BY rowid DESC").fetchone()
-        fused = [(1.0, top, passage), (0.5, 1, 1)]
-        terms = TermFrequencies(common=1_000, count_share=1.0)
-        plan = plan_hop(conn, terms, Coverage(), "what dish on the topic", fused, "1", [], None)
-        named = dict(conn.execute("SELECT rowid, name FROM documents"))
-    conn.close()
+    texts = [f"word{n} and Jonas" if n < 30 else f"word{n}" for n in range(400)]  # under BRIDGE_SHARE
+    terms = TermFrequencies(common=1_000, count_share=1.0)
+    plan, named = await plan_over(tmp_path / "knowledge.db", texts, "what dish on the topic", terms)
     if hops:  # every document naming him, not whichever the index lists first
         assert plan is not None
         assert sorted(named[d] for d in plan.documents) == [f"doc-{n:03}.md" for n in range(30)]
