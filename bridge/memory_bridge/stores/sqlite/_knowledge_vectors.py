@@ -10,9 +10,10 @@ of saves goes at the model's pace and never leaves a long queue behind), not cou
 passages of other large writes (more than `BACKLOG` passages), which wait for their own;
 and the background thread embeds first passages first. So a small save is never held up
 by a large document saved at the same time. A search first embeds what is
-still queued among the documents it may return, up to a cap; beyond that (another
-process's bulk import still catching up) it says that those passages rank by keywords
-only for now. So `degraded` means a broken model, not a busy one.
+still queued among the documents it may return, up to a cap (a few notes: so many
+passages and so much text); beyond that (another process's bulk import still catching
+up, a large document's last passages) it says that those passages rank by keywords only
+for now.
 
 The index is the exact in-memory matrix (search/_vectors.py) below `ann_threshold` passage
 vectors, and the ANN index (search/_ann.py, kept in `knowledge.ann`: _knowledge_ann.py)
@@ -48,11 +49,16 @@ log = logging.getLogger(__name__)
 BATCH = 8  # passages stored per transaction: what a small save queued behind a large one waits for
 IN_FLIGHT = 8  # passages in the pipeline at most: a small save waits behind no more (a long text: ~60 ms)
 SEARCH_CATCH_UP = 64  # queued passages a search embeds itself before it answers
+# and so much text at most: a large document's last 63 passages (~45,000 characters) cost a
+# search 820 ms here (bench/big_write.py); this many characters are a few dozen notes, ~0.1 s
+SEARCH_CATCH_UP_CHARS = 8_000
 BACKLOG = 16  # queued passages a write may leave behind (it waits for the rest)
 BACKLOG_WAIT = 30.0  # seconds a write waits at most for the queue to shrink
 _MASK_CACHE = 32
 ANN_THRESHOLD = 100_000  # passage vectors from which search uses the ANN index (bench/ann.py)
 _SAVE_AFTER = 10_000  # passages a catch-up changed that are worth saving the index for at once
+# passages without this model's vector (both halves use the model index)
+_WAITING = "(p.model IS NULL OR p.model < ? OR p.model > ?)"
 _Row = tuple[int, int, int, str, str]  # a queued passage: rowid, document, position, content, document name
 
 
@@ -214,8 +220,7 @@ class KnowledgeVectors:
     def queued(self, where: str = "", params: tuple[Any, ...] = ()) -> int:
         """Passages waiting for a vector of this model (of the documents `where` allows, if
         given); reads only."""
-        waiting = "(p.model IS NULL OR p.model < ? OR p.model > ?)"  # both halves use the index
-        model = (self.tag, self.tag)
+        waiting, model = _WAITING, (self.tag, self.tag)
 
         def run(conn: sqlite3.Connection, now: float) -> int:
             if not where:
@@ -270,6 +275,22 @@ class KnowledgeVectors:
         )
         return rows
 
+    def _queued_chars(self, where: str, params: tuple[Any, ...]) -> int:
+        """The text of the passages `queued` counts, in characters (read only when they are
+        few: it reads each one's row, where the count reads the index alone)."""
+        filtered = f" AND {where}" if where else ""
+        return int(
+            self._db.run(
+                "queued_vectors",
+                lambda conn, now: conn.execute(
+                    "SELECT coalesce(sum(length(p.content)), 0) FROM passages AS p"
+                    f" CROSS JOIN documents AS d ON d.rowid = p.document WHERE {_WAITING}{filtered}",
+                    (self.tag, self.tag, *params),
+                ).fetchone()[0],
+                False,
+            )
+        )
+
     def embed_queued(self, limit: int, where: str = "", params: tuple[Any, ...] = ()) -> int:
         """Embed up to `limit` queued passages (of the documents `where` allows) on the
         caller's behalf, at its priority (a search waits for them); how many.
@@ -305,7 +326,7 @@ class KnowledgeVectors:
         """Before a search: embed the queued passages it could return, if there are only a
         few; otherwise say how many rank by keywords only (None when all have vectors)."""
         waiting = self.queued(where, params)
-        if 0 < waiting <= SEARCH_CATCH_UP:
+        if 0 < waiting <= SEARCH_CATCH_UP and self._queued_chars(where, params) <= SEARCH_CATCH_UP_CHARS:
             try:
                 self.embed_queued(SEARCH_CATCH_UP, where, params)
             except EmbedderUnavailable as exc:  # an embeddings endpoint that failed just now

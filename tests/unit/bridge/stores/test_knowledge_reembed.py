@@ -15,7 +15,7 @@ import pytest
 from memory_bridge.search import MINILM_NAME, LazyEmbedder, lazy_minilm
 from memory_bridge.stores import DocMetadata, KnowledgeFilter, SearchPage
 from memory_bridge.stores.sqlite import SqliteKnowledgeStore
-from memory_bridge.stores.sqlite._knowledge_vectors import SEARCH_CATCH_UP
+from memory_bridge.stores.sqlite._knowledge_vectors import SEARCH_CATCH_UP, SEARCH_CATCH_UP_CHARS
 
 from ....bridges import MODEL_CACHE
 
@@ -155,6 +155,31 @@ async def test_a_search_during_a_bulk_import_says_it_is_partial(tmp_path: Path, 
         )
         await store.upkeep()
         assert (await search(store, "proxy runbook")).degraded is None
+    finally:
+        await store.close()
+
+
+async def test_a_search_leaves_a_large_document_s_queue_to_the_background(
+    tmp_path: Path, recording: Recording
+) -> None:
+    """Few passages, much text (a large document's last passages): a search that embedded
+    them itself waited for the model (63 such passages: 820 ms in bench/big_write.py).
+    It answers at once, by keywords for those passages, and says so."""
+    path = tmp_path / "k.db"
+    plain = SqliteKnowledgeStore(path, embedder=None, default_slots=["knowledge"])
+    runbook = " ".join(f"Step {n}: restart the proxy sidecar and check its runbook." for n in range(200))
+    await plain.upsert("knowledge", "runbook.md", runbook, DocMetadata(), origin="t")
+    await plain.upsert("knowledge", "other.md", "Rotate the signing keys yearly.", DocMetadata(), origin="t")
+    await plain.close()
+    assert len(runbook) > SEARCH_CATCH_UP_CHARS
+
+    store = SqliteKnowledgeStore(path, embedder=recording, default_slots=["knowledge"])
+    try:
+        page = await search(store, "proxy runbook")
+        assert page.hits[0].document_name == "runbook.md"
+        assert page.degraded is not None and "passages are still waiting" in page.degraded
+        assert recording.texts == []  # nothing embedded on the search's path
+        assert await store.upkeep() > 0 and (await search(store, "proxy runbook")).degraded is None
     finally:
         await store.close()
 
