@@ -220,22 +220,23 @@ class KnowledgeVectors:
     def queued(self, where: str = "", params: tuple[Any, ...] = ()) -> int:
         """Passages waiting for a vector of this model (of the documents `where` allows, if
         given); reads only."""
-        waiting, model = _WAITING, (self.tag, self.tag)
+        return self._over_queue("count(*)", where, params)
+
+    def _over_queue(self, aggregate: str, where: str, params: tuple[Any, ...]) -> int:
+        """`aggregate` over the passages `queued` counts."""
+        model = (self.tag, self.tag)
 
         def run(conn: sqlite3.Connection, now: float) -> int:
             if not where:
-                return int(
-                    conn.execute(f"SELECT count(*) FROM passages AS p WHERE {waiting}", model).fetchone()[0]
+                sql, args = f"SELECT {aggregate} FROM passages AS p WHERE {_WAITING}", model
+            else:  # driven by the waiting passages (the model index; CROSS JOIN keeps that
+                # order): scanning the documents the filter allows would cost O(store) a search
+                sql = (
+                    f"SELECT {aggregate} FROM passages AS p CROSS JOIN documents AS d ON d.rowid = p.document"
+                    f" WHERE {_WAITING} AND {where}"
                 )
-            # Driven by the waiting passages (the model index; CROSS JOIN keeps that order):
-            # scanning the documents the filter allows would cost O(store) on every search.
-            return int(
-                conn.execute(
-                    "SELECT count(*) FROM passages AS p CROSS JOIN documents AS d ON d.rowid = p.document"
-                    f" WHERE {waiting} AND {where}",
-                    (*model, *params),
-                ).fetchone()[0]
-            )
+                args = (*model, *params)
+            return int(conn.execute(sql, args).fetchone()[0])
 
         return self._db.run("queued_vectors", run, False)
 
@@ -276,20 +277,9 @@ class KnowledgeVectors:
         return rows
 
     def _queued_chars(self, where: str, params: tuple[Any, ...]) -> int:
-        """The text of the passages `queued` counts, in characters (read only when they are
+        """The text of the passages `queued` counts, in characters (asked only when they are
         few: it reads each one's row, where the count reads the index alone)."""
-        filtered = f" AND {where}" if where else ""
-        return int(
-            self._db.run(
-                "queued_vectors",
-                lambda conn, now: conn.execute(
-                    "SELECT coalesce(sum(length(p.content)), 0) FROM passages AS p"
-                    f" CROSS JOIN documents AS d ON d.rowid = p.document WHERE {_WAITING}{filtered}",
-                    (self.tag, self.tag, *params),
-                ).fetchone()[0],
-                False,
-            )
-        )
+        return self._over_queue("coalesce(sum(length(p.content)), 0)", where, params)
 
     def embed_queued(self, limit: int, where: str = "", params: tuple[Any, ...] = ()) -> int:
         """Embed up to `limit` queued passages (of the documents `where` allows) on the
