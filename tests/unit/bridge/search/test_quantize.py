@@ -82,7 +82,7 @@ def test_int8_embedding_tables_give_the_same_vectors_as_the_folded_float_ones(
     import onnxruntime
     from onnxruntime.quantization import QuantType, quant_pre_process, quantize_dynamic
 
-    from memory_bridge.search._onnx import OnnxEmbedder, session_options
+    from memory_bridge.search._onnx import OnnxEmbedder, open_session
 
     folded = tmp_path / "folded.onnx"
     quant_pre_process(_model_path(), tmp_path / "prepared.onnx", skip_symbolic_shape=True)
@@ -95,10 +95,7 @@ def test_int8_embedding_tables_give_the_same_vectors_as_the_folded_float_ones(
     )
     assert folded.stat().st_size > 2 * len(built[1])  # the word table as float32
     lean = load_minilm(1, int8_cache=built[0])
-    session = onnxruntime.InferenceSession(
-        str(folded), sess_options=session_options(onnxruntime), providers=["CPUExecutionProvider"]
-    )
-    wide = OnnxEmbedder(session, lean._tokenizer, MINILM_NAME, lean.dimension)
+    wide = OnnxEmbedder(open_session(onnxruntime, folded), lean._tokenizer, MINILM_NAME, lean.dimension)
     texts = ["Rotate the API keys every 30 days.", "Money is stored as integer cents, never floats."]
     assert np.array_equal(lean.embed_documents(texts), wide.embed_documents(texts))
 
@@ -112,3 +109,43 @@ def test_the_int8_model_does_no_padding_mask_arithmetic(built: tuple[Path, bytes
     assert not ops & {"Where", "IsNaN"}
     assert "Softmax" in ops
     assert "attention_mask" in {i.name for i in graph.input}  # still accepted, no longer read
+
+
+def test_the_model_runs_its_layer_norms_unfused(built: tuple[Path, bytes], tmp_path: Path) -> None:
+    """onnxruntime's SkipLayerNormalization fusion cost ~27% of a text's CPU here."""
+    import onnx
+    import onnxruntime
+
+    from memory_bridge.search._onnx import open_session, session_options
+
+    options = session_options(onnxruntime)
+    options.optimized_model_filepath = str(tmp_path / "as-run.onnx")
+    open_session(onnxruntime, next(built[0].glob("*.onnx")), options)
+    ops = {node.op_type for node in onnx.load(tmp_path / "as-run.onnx").graph.node}
+    assert "SkipLayerNormalization" not in ops
+    assert "LayerNormalization" in ops
+
+
+def test_unfused_layer_norms_keep_the_models_vectors(built: tuple[Path, bytes]) -> None:
+    """The float graph gives the same vectors either way; the int8 one moves by the rounding
+    of its activations only, so stored vectors keep their model's name."""
+    import onnxruntime
+
+    from memory_bridge.search._onnx import OnnxEmbedder, session_options
+
+    texts = [
+        "Rotate the API keys every 30 days.",
+        "Money is stored as integer cents, never floats.",
+        "Maya: traded the old car in for a grey pickup truck yesterday",
+        "Deploys go out from the release branch after the smoke tests pass on staging.",
+        "ok",
+    ]
+    for cache, closest in ((built[0], 0.995), (None, 0.999999)):
+        unfused = load_minilm(1, int8_cache=cache)
+        source = next(built[0].glob("*.onnx")) if cache is not None else _model_path()
+        session = onnxruntime.InferenceSession(
+            str(source), sess_options=session_options(onnxruntime), providers=["CPUExecutionProvider"]
+        )
+        fused = OnnxEmbedder(session, unfused._tokenizer, unfused.name, unfused.dimension)
+        similarity = np.sum(unfused.embed_documents(texts) * fused.embed_documents(texts), axis=1)
+        assert similarity.min() > closest
