@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from memory_bridge.search import MINILM_FLOAT_NAME, MINILM_NAME, load_minilm
-from memory_bridge.search._onnx import _model_path
-from memory_bridge.search._quantize import int8_model
+from memory_bridge.search._onnx import OnnxEmbedder, _model_path, open_session, session_options
+from memory_bridge.search._quantize import _one_node_gelu, int8_model
 
 
 def cached_files(cache: Path) -> dict[str, tuple[int, int]]:
@@ -74,30 +74,76 @@ def test_int8_vectors_are_recorded_under_their_own_name_and_match_float_ones(
     assert similarity.min() > 0.98
 
 
-def test_int8_embedding_tables_give_the_same_vectors_as_the_folded_float_ones(
-    built: tuple[Path, bytes], tmp_path: Path
-) -> None:
-    """Keeping the tables int8 and dropping the padding mask's arithmetic save memory and
-    CPU and change no vector, bit for bit."""
-    import onnxruntime
+@pytest.fixture(scope="module")
+def folded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The packaged model as onnxruntime's own dynamic quantisation leaves it (float32
+    embedding tables, the padding mask's arithmetic, GELU in five nodes)."""
     from onnxruntime.quantization import QuantType, quant_pre_process, quantize_dynamic
 
-    from memory_bridge.search._onnx import OnnxEmbedder, open_session
-
-    folded = tmp_path / "folded.onnx"
-    quant_pre_process(_model_path(), tmp_path / "prepared.onnx", skip_symbolic_shape=True)
+    work = tmp_path_factory.mktemp("folded")
+    quant_pre_process(_model_path(), work / "prepared.onnx", skip_symbolic_shape=True)
     quantize_dynamic(
-        tmp_path / "prepared.onnx",
-        folded,
+        work / "prepared.onnx",
+        work / "folded.onnx",
         op_types_to_quantize=["MatMul"],
         per_channel=True,
         weight_type=QuantType.QInt8,
     )
+    return work / "folded.onnx"
+
+
+def embedder_of(model: Path | bytes) -> OnnxEmbedder:
+    """The bundled model's embedder around another graph of it."""
+    import onnxruntime
+
+    reference = load_minilm(1)
+    return OnnxEmbedder(
+        open_session(onnxruntime, model), reference._tokenizer, MINILM_NAME, reference.dimension
+    )
+
+
+EMBEDDED = [
+    "Rotate the API keys every 30 days.",
+    "Money is stored as integer cents, never floats.",
+    "Maya: traded the old car in for a grey pickup truck yesterday",
+    "Deploys go out from the release branch after the smoke tests pass on staging.",
+    "ok",
+]
+
+
+def test_int8_embedding_tables_give_the_same_vectors_as_the_folded_float_ones(
+    built: tuple[Path, bytes], folded: Path
+) -> None:
+    """Keeping the tables int8 and dropping the padding mask's arithmetic save memory and
+    CPU and change no vector, bit for bit."""
+    import onnx
+
     assert folded.stat().st_size > 2 * len(built[1])  # the word table as float32
+    model = onnx.load(folded)
+    if _one_node_gelu(model.graph) and "com.microsoft" not in {o.domain for o in model.opset_import}:
+        model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
     lean = load_minilm(1, int8_cache=built[0])
-    wide = OnnxEmbedder(open_session(onnxruntime, folded), lean._tokenizer, MINILM_NAME, lean.dimension)
-    texts = ["Rotate the API keys every 30 days.", "Money is stored as integer cents, never floats."]
-    assert np.array_equal(lean.embed_documents(texts), wide.embed_documents(texts))
+    wide = embedder_of(model.SerializeToString())
+    assert np.array_equal(lean.embed_documents(EMBEDDED), wide.embed_documents(EMBEDDED))
+
+
+def test_the_int8_model_computes_each_gelu_in_one_node(built: tuple[Path, bytes]) -> None:
+    """Five nodes a GELU as exported, which onnxruntime's own fusion does not recognise."""
+    import onnx
+
+    ops = [node.op_type for node in onnx.load_from_string(built[1]).graph.node]
+    assert ops.count("Gelu") == 6  # one per layer
+    assert "Erf" not in ops
+
+
+def test_one_node_gelus_keep_the_models_vectors(built: tuple[Path, bytes], folded: Path) -> None:
+    """The same function in float32: the int8 activations after it round a little
+    differently, so the vectors keep their model's name."""
+    lean = load_minilm(1, int8_cache=built[0])
+    similarity = np.sum(
+        lean.embed_documents(EMBEDDED) * embedder_of(folded).embed_documents(EMBEDDED), axis=1
+    )
+    assert similarity.min() > 0.995
 
 
 def test_the_int8_model_does_no_padding_mask_arithmetic(built: tuple[Path, bytes]) -> None:
@@ -116,8 +162,6 @@ def test_the_model_runs_its_layer_norms_unfused(built: tuple[Path, bytes], tmp_p
     import onnx
     import onnxruntime
 
-    from memory_bridge.search._onnx import open_session, session_options
-
     options = session_options(onnxruntime)
     options.optimized_model_filepath = str(tmp_path / "as-run.onnx")
     open_session(onnxruntime, next(built[0].glob("*.onnx")), options)
@@ -131,15 +175,6 @@ def test_unfused_layer_norms_keep_the_models_vectors(built: tuple[Path, bytes]) 
     of its activations only, so stored vectors keep their model's name."""
     import onnxruntime
 
-    from memory_bridge.search._onnx import OnnxEmbedder, session_options
-
-    texts = [
-        "Rotate the API keys every 30 days.",
-        "Money is stored as integer cents, never floats.",
-        "Maya: traded the old car in for a grey pickup truck yesterday",
-        "Deploys go out from the release branch after the smoke tests pass on staging.",
-        "ok",
-    ]
     for cache, closest in ((built[0], 0.995), (None, 0.999999)):
         unfused = load_minilm(1, int8_cache=cache)
         source = next(built[0].glob("*.onnx")) if cache is not None else _model_path()
@@ -147,5 +182,5 @@ def test_unfused_layer_norms_keep_the_models_vectors(built: tuple[Path, bytes]) 
             str(source), sess_options=session_options(onnxruntime), providers=["CPUExecutionProvider"]
         )
         fused = OnnxEmbedder(session, unfused._tokenizer, unfused.name, unfused.dimension)
-        similarity = np.sum(unfused.embed_documents(texts) * fused.embed_documents(texts), axis=1)
+        similarity = np.sum(unfused.embed_documents(EMBEDDED) * fused.embed_documents(EMBEDDED), axis=1)
         assert similarity.min() > closest
