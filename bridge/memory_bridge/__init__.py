@@ -28,6 +28,7 @@ from ._errors import (
 from ._lazy import lazy_attributes as _lazy_attributes
 
 _LAZY = {
+    "one_blas_thread": "._blas",
     "bound_socket": "._sockets",
     "caused_by": "._cause",
     "name_cause": "._cause",
@@ -64,6 +65,7 @@ _LAZY = {
 
 # mypy sees the names themselves (a misspelt import fails the type check), Python the lazy lookup.
 if _typing.TYPE_CHECKING:
+    from ._blas import one_blas_thread
     from ._cause import caused_by, name_cause
     from ._files import private_dir, private_file, replacing, write_atomically
     from ._identity import pin_scope, pinned_scope, write_scope
@@ -107,6 +109,7 @@ __all__ = [
     "load_settings",
     "name_cause",
     "new_token",
+    "one_blas_thread",
     "open_beneath",
     "open_entry_store",
     "open_state",

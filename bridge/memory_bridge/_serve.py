@@ -12,6 +12,7 @@ from functools import partial
 import anyio
 
 from ._backends import Backend, BackendWatch
+from ._blas import one_blas_thread
 from ._errors import ConfigError, MemctlError, StoreError
 from ._identity import pin_scope
 from ._metrics import Metrics
@@ -203,6 +204,7 @@ def _log_one_line_per_event() -> None:
 def run_bridge(settings: Settings, *, http: bool) -> None:
     """Run the bridge to completion on the fastest event loop available (uvloop); a
     workspace of `/` or the home directory is refused first."""
+    one_blas_thread()  # before numpy loads, and for the HTTP workers it starts
     check_workspace(settings.project)
     _log_one_line_per_event()
     try:

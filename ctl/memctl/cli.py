@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from memory_bridge import MemctlError, name_cause
+from memory_bridge import MemctlError, name_cause, one_blas_thread
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -112,3 +112,4 @@ def cli() -> None:
       memctl status             each store's health and size, writes waiting for Dify
       memctl doctor             every prerequisite, with what to do about each
     """
+    one_blas_thread()  # before any command loads numpy
