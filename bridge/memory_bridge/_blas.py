@@ -4,9 +4,9 @@ numpy's OpenBLAS runs a product on every core by default, and its extra threads 
 for a while after each one. A search's products are small (a query against a few
 thousand passages, or against the exact index below `ann_threshold`), so the extra
 threads bought no latency here and burned the other core meanwhile: over MCP at 100k
-passages the bridge spent 37-49 ms of CPU a search with them and 22-26 ms with one
-thread, at the same p50 and p95 (bench/README, "One BLAS thread"). That core is what
-bulk intake, another session's calls and the clients themselves run on.
+passages the bridge spent 35-49 ms of CPU a search with them and 22-29 ms with one
+thread, at the same p50 and p95 within the runs' spread (bench/README, "One BLAS
+thread"). That core is what bulk intake, another session's calls and the clients run on.
 """
 
 from __future__ import annotations
